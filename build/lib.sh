@@ -1,0 +1,83 @@
+# shellcheck shell=bash
+# Shared settings for the pipeline scripts: sourced, never run.
+
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+OUTPUT_DIR=${OUTPUT_DIR:-${REPO_ROOT}/_output}
+# The upstream tree as a git repository: tag "upstream" is pristine v1.17.3, branch "patched"
+# carries the series, tag "stock" is the last build-fix patch.
+TREE_DIR=${TREE_DIR:-${OUTPUT_DIR}/src/kubernetes}
+PATCHES_DIR=${PATCHES_DIR:-${REPO_ROOT}/patches}
+SERIES_FILE=${SERIES_FILE:-${PATCHES_DIR}/series}
+
+# shellcheck source=/dev/null
+. "${REPO_ROOT}/VERSION"
+RELEASE_VERSION="${UPSTREAM_VERSION}-idc.${REVISION}"
+export GOTOOLCHAIN="${GO_TOOLCHAIN}"
+# Module downloads are always checked against go.sum and the checksum database.
+export GOFLAGS="-mod=readonly"
+export GONOSUMDB="" GONOSUMCHECK="" GOINSECURE="" GOPRIVATE=""
+unset GOSUMDB
+
+# Identity and dates of every commit the pipeline makes, so commit hashes match on every machine.
+PIPELINE_NAME="idc-lts pipeline"
+PIPELINE_EMAIL="pipeline@idc-lts.invalid"
+# Date of the upstream v1.17.3 module version (its .info Time); the pristine commit carries it.
+UPSTREAM_DATE="2020-02-11T18:06:26Z"
+
+log() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# git on the upstream tree, blind to the user's and the system's git configuration.
+tree_git() {
+  GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 \
+  GIT_AUTHOR_NAME="${PIPELINE_NAME}" GIT_AUTHOR_EMAIL="${PIPELINE_EMAIL}" \
+  GIT_COMMITTER_NAME="${PIPELINE_NAME}" GIT_COMMITTER_EMAIL="${PIPELINE_EMAIL}" \
+    git -C "${TREE_DIR}" -c core.autocrlf=false -c core.fileMode=true -c diff.algorithm=myers \
+      -c diff.noprefix=false -c diff.mnemonicPrefix=false -c diff.renames=true \
+      -c format.signature= -c am.threeWay=false -c advice.detachedHead=false "$@"
+}
+
+# Patch file names listed in the series, in order, without comments or blank lines.
+series_patches() {
+  sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^$/d' "${SERIES_FILE}"
+}
+
+# Value of a provenance field (a trailer such as "Category:") in a patch file's header.
+patch_field() {
+  local patch=$1 field=$2
+  sed -n '/^---$/q;p' "${patch}" | git interpret-trailers --parse --no-divider 2>/dev/null |
+    sed -n "s/^${field}: //p" | head -n 1
+}
+
+# Provenance fields every patch header carries, as git trailers at the end of the message.
+REQUIRED_FIELDS=(Upstream-PR Upstream-Release Category Reason Verified-By)
+CATEGORIES="build backport security fork"
+
+# Prints one line per problem with the patch's provenance header; prints nothing when it is fine.
+patch_header_problems() {
+  local patch=$1 name field value
+  name=$(basename "${patch}")
+  for field in "${REQUIRED_FIELDS[@]}"; do
+    value=$(patch_field "${patch}" "${field}")
+    [ -n "${value}" ] || echo "${name}: header has no ${field}: field"
+  done
+  value=$(patch_field "${patch}" Category)
+  if [ -n "${value}" ] && [[ " ${CATEGORIES} " != *" ${value} "* ]]; then
+    echo "${name}: Category: ${value} is not one of: ${CATEGORIES}"
+  fi
+  value=$(patch_field "${patch}" Upstream-Release)
+  if [ -n "${value}" ] && ! [[ "${value}" =~ ^(none|v[0-9]+\.[0-9]+\.[0-9]+)([[:space:]].*)?$ ]]; then
+    echo "${name}: Upstream-Release: ${value} is neither a release (vX.Y.Z) nor \"none\""
+  fi
+  value=$(patch_field "${patch}" Upstream-PR)
+  if [ -n "${value}" ] && ! [[ "${value}" =~ ^(none|kubernetes/[a-z-]+#[0-9]+|https://github\.com/) ]]; then
+    echo "${name}: Upstream-PR: ${value} is neither owner/repo#N, a GitHub URL nor \"none\""
+  fi
+}
+
+# Regenerates patch files from the commits upstream..REF into DIR, named and numbered by series order.
+format_series() {
+  local ref=$1 dir=$2
+  tree_git format-patch --quiet --zero-commit --no-signature --full-index --no-numbered \
+    --output-directory "${dir}" "upstream..${ref}" >/dev/null
+}
