@@ -81,3 +81,28 @@ format_series() {
   tree_git format-patch --quiet --zero-commit --no-signature --full-index --no-numbered \
     --output-directory "${dir}" "upstream..${ref}" >/dev/null
 }
+
+# Checks out a variant (a ref of the upstream tree: stock, patched, without-NNNN) in its own
+# worktree under _output/work and prints the worktree's path.
+checkout_variant() {
+  local variant=$1 commit worktree
+  tree_git rev-parse -q --verify "${variant}^{commit}" >/dev/null ||
+    die "the upstream tree has no ref '${variant}'; run 'make patch' (or build/patch.sh --without PATCH)"
+  commit=$(tree_git rev-parse "${variant}^{commit}")
+  worktree="${OUTPUT_DIR}/work/${variant}"
+  if [ ! -e "${worktree}/.git" ]; then
+    tree_git worktree prune
+    tree_git worktree add -q --detach "${worktree}" "${commit}"
+  fi
+  # Worktrees are build scratch space: anything left in them is discarded.
+  git -C "${worktree}" checkout -q --force --detach "${commit}"
+  git -C "${worktree}" clean -q -f -d -x
+  echo "${worktree}"
+}
+
+# Go import paths of the packages holding the .go files that FROM..TO changes in the upstream tree.
+changed_packages() {
+  local from=$1 to=$2
+  tree_git diff --name-only "${from}" "${to}" -- '*.go' | xargs -r -n1 dirname |
+    sed -e 's|^staging/src/||' -e '/^k8s\.io\//!s|^|k8s.io/kubernetes/|' | LC_ALL=C sort -u
+}

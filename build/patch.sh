@@ -2,8 +2,20 @@
 # Applies patches/series on top of the pristine upstream commit with git am. Branch "patched"
 # ends up at the whole series and tag "stock" at the last build fix. Commits carry the pipeline's
 # committer and the patch's own dates, so their hashes are the same on every machine.
+#
+# With --without PATCH the series minus that patch goes to branch "without-NNNN" (NNNN: the patch's
+# number) instead, for proving that a regression test fails when its patch is gone.
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
+
+without=""
+if [ $# -gt 0 ]; then
+  [ $# -eq 2 ] && [ "$1" = --without ] || die "usage: $0 [--without PATCH_FILE_NAME]"
+  without=$(basename "$2")
+  series_patches | grep -qxF "${without}" || die "${without} is not in patches/series"
+fi
+result_branch=patched
+[ -z "${without}" ] || result_branch="without-${without%%-*}"
 
 [ -d "${TREE_DIR}/.git" ] || die "no upstream tree at ${TREE_DIR}; run 'make source' first"
 [ -f "${SERIES_FILE}" ] || die "no series file ${SERIES_FILE}"
@@ -13,11 +25,20 @@ if [ -n "$(tree_git status --porcelain --untracked-files=no)" ]; then
   die "${TREE_DIR} has uncommitted changes; commit them and run hack/refresh-patches.sh, or discard them"
 fi
 
+# Nor commits on branch patched that never made it into patches/ (refs/pipeline/applied marks
+# what this script or hack/refresh-patches.sh last left there).
+if [ "${result_branch}" = patched ] && tree_git rev-parse -q --verify refs/heads/patched >/dev/null &&
+   tree_git rev-parse -q --verify refs/pipeline/applied >/dev/null &&
+   [ "$(tree_git rev-parse patched)" != "$(tree_git rev-parse refs/pipeline/applied)" ]; then
+  die "branch patched in ${TREE_DIR} has commits that are not in patches/; run hack/refresh-patches.sh first"
+fi
+
 tree_git am --abort >/dev/null 2>&1 || true
 tree_git checkout -q --detach upstream
 stock=$(tree_git rev-parse upstream)
 in_build_prefix=true
 while read -r name; do
+  [ "${name}" != "${without}" ] || continue
   patch="${PATCHES_DIR}/${name}"
   [ -f "${patch}" ] || die "patches/series lists ${name}, but ${patch} does not exist"
   category=$(patch_field "${patch}" Category)
@@ -28,15 +49,23 @@ while read -r name; do
   fi
   if ! output=$(tree_git am --quiet --committer-date-is-author-date --keep-cr "${patch}" 2>&1); then
     tree_git am --abort >/dev/null 2>&1 || true
-    tree_git checkout -q patched 2>/dev/null || tree_git checkout -q --detach upstream
+    tree_git checkout -q "${result_branch}" 2>/dev/null || tree_git checkout -q --detach upstream
     failing=$(printf '%s\n' "${output}" | sed -n 's/^error: \(patch failed: \|\)\([^:]*\):.*/\2/p' | sort -u | paste -sd' ' -)
     printf '%s\n' "${output}" >&2
-    die "patch ${name} does not apply${failing:+ (failing: ${failing})}; branch patched and tag stock are unchanged"
+    die "patch ${name} does not apply${failing:+ (failing: ${failing})}; branch ${result_branch} and tag stock are unchanged"
   fi
   ${in_build_prefix} && stock=$(tree_git rev-parse HEAD)
 done < <(series_patches)
 
-tree_git tag -f stock "${stock}" >/dev/null
-tree_git checkout -q -B patched
-log "stock   = $(tree_git rev-parse stock)"
-log "patched = $(tree_git rev-parse patched) ($(series_patches | wc -l) patches)"
+if [ -z "${without}" ]; then
+  tree_git tag -f stock "${stock}" >/dev/null
+  log "stock   = $(tree_git rev-parse stock)"
+fi
+tree_git checkout -q -B "${result_branch}"
+if [ "${result_branch}" = patched ]; then
+  tree_git update-ref refs/pipeline/applied HEAD
+else
+  # Leave the tree where developers work: on branch patched.
+  tree_git checkout -q patched 2>/dev/null || true
+fi
+log "${result_branch} = $(tree_git rev-parse HEAD) ($(series_patches | grep -cvxF "${without:-/}") patches)"

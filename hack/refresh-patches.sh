@@ -24,4 +24,5 @@ rm -f "${PATCHES_DIR}"/*.patch
     basename "${patch}"
   done
 } > "${SERIES_FILE}"
+tree_git update-ref refs/pipeline/applied patched
 log "patches/ now holds $(series_patches | wc -l) patches from upstream..patched"

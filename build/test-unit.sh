@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Runs upstream's own tests of every package that a non-build patch touches, on the patched tree,
+# then this repository's Go unit tests (the regression suites under test/ run separately).
+set -o errexit -o nounset -o pipefail
+. "$(dirname "$0")/lib.sh"
+
+worktree=$(checkout_variant patched)
+mapfile -t packages < <(changed_packages stock patched)
+if [ ${#packages[@]} -gt 0 ]; then
+  log "upstream tests of the ${#packages[@]} packages the series touches"
+  printf '  %s\n' "${packages[@]}" >&2
+  (cd "${worktree}" && go test -count=1 "${packages[@]}")
+else
+  log "no non-build patch touches Go code yet"
+fi
+
+log "this repository's unit tests"
+cd "${REPO_ROOT}"
+go test -count=1 ./build/...

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Checks the patch series without touching the upstream tree: every patch is listed once and
+# listed patches exist, headers carry the provenance fields, the series applies on pristine
+# upstream (build fixes first), and git format-patch of the result reproduces patches/ byte for byte.
+set -o errexit -o nounset -o pipefail
+. "$(dirname "$0")/lib.sh"
+
+problems=()
+duplicates=$(series_patches | sort | uniq -d)
+[ -z "${duplicates}" ] || problems+=("listed twice in patches/series: ${duplicates//$'\n'/ }")
+for patch in "${PATCHES_DIR}"/*.patch; do
+  [ -e "${patch}" ] || continue
+  series_patches | grep -qxF "$(basename "${patch}")" || problems+=("$(basename "${patch}") is not listed in patches/series")
+done
+while read -r name; do
+  if [ ! -f "${PATCHES_DIR}/${name}" ]; then
+    problems+=("patches/series lists ${name}, which does not exist")
+    continue
+  fi
+  while IFS= read -r problem; do
+    [ -z "${problem}" ] || problems+=("${problem}")
+  done < <(patch_header_problems "${PATCHES_DIR}/${name}")
+done < <(series_patches)
+if [ ${#problems[@]} -gt 0 ]; then
+  printf 'verify-patches: %s\n' "${problems[@]}" >&2
+  exit 1
+fi
+
+[ -d "${TREE_DIR}/.git" ] || die "no upstream tree at ${TREE_DIR}; run 'make source' first"
+scratch=$(mktemp -d "${OUTPUT_DIR}/verify-patches.XXXXXX")
+trap 'rm -rf "${scratch}"' EXIT
+git clone -q --shared --no-checkout "${TREE_DIR}" "${scratch}/tree"
+TREE_DIR="${scratch}/tree"
+tree_git checkout -q --detach upstream
+"$(dirname "$0")/patch.sh"
+
+mkdir "${scratch}/regenerated"
+format_series patched "${scratch}/regenerated"
+stale=0
+for patch in "${scratch}/regenerated"/*.patch; do
+  name=$(basename "${patch}")
+  if ! cmp -s "${patch}" "${PATCHES_DIR}/${name}"; then
+    echo "verify-patches: ${name} differs from what git format-patch makes of the applied series:" >&2
+    diff -u "${PATCHES_DIR}/${name}" "${patch}" 2>&1 | head -20 >&2 || true
+    stale=1
+  fi
+done
+[ "${stale}" = 0 ] || die "patches were edited by hand or are stale: apply them (make patch), fix the commits, run hack/refresh-patches.sh"
+log "verify-patches: $(series_patches | wc -l) patches apply cleanly and regenerate byte for byte"
