@@ -28,6 +28,12 @@ build: patch ## Build stock and patched binaries into _output/bin/{stock,patched
 verify-patches: source ## Check the series: listed once, headers, applies, regenerates byte for byte
 	build/verify-patches.sh
 
+.PHONY: lint
+lint: ## shellcheck the scripts; gofmt and go vet this repository's Go code
+	shellcheck build/*.sh hack/*.sh .ci/run
+	@unformatted=$$(find . -name "*.go" -not -path "./_output/*" -exec gofmt -l {} +); [ -z "$$unformatted" ] || { echo "gofmt needed: $$unformatted"; exit 1; }
+	go vet ./...
+
 .PHONY: verify-reproducible
 verify-reproducible: patch ## Build patched binaries twice (fresh cache, other path) and compare sha256
 	build/verify-reproducible.sh
@@ -36,8 +42,16 @@ verify-reproducible: patch ## Build patched binaries twice (fresh cache, other p
 test-unit: patch ## Upstream tests of every package the series touches, plus this repo's Go tests
 	build/test-unit.sh
 
+.PHONY: test-regression
+test-regression: build ## Regression suites: stock shows each bug, VARIANT_UNDER_TEST (default patched) does not
+	go test -count=1 -p 1 -timeout 40m -v ./test/...
+
+.PHONY: prove-patches
+prove-patches: patch ## Each patch's Regression-Test fails on the series without that patch
+	build/prove-patches.sh
+
 .PHONY: test
-test: verify-patches test-unit ## Everything CI runs
+test: lint verify-patches test-unit test-regression prove-patches ## Everything CI runs
 	@echo "make test: all checks passed"
 
 .PHONY: clean

@@ -1,5 +1,7 @@
 # shellcheck shell=bash
 # Shared settings for the pipeline scripts: sourced, never run.
+# The variables set here are for the scripts that source this file.
+# shellcheck disable=SC2034
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUTPUT_DIR=${OUTPUT_DIR:-${REPO_ROOT}/_output}
@@ -9,7 +11,7 @@ TREE_DIR=${TREE_DIR:-${OUTPUT_DIR}/src/kubernetes}
 PATCHES_DIR=${PATCHES_DIR:-${REPO_ROOT}/patches}
 SERIES_FILE=${SERIES_FILE:-${PATCHES_DIR}/series}
 
-# shellcheck source=/dev/null
+# shellcheck source=VERSION
 . "${REPO_ROOT}/VERSION"
 RELEASE_VERSION="${UPSTREAM_VERSION}-idc.${REVISION}"
 export GOTOOLCHAIN="${GO_TOOLCHAIN}"

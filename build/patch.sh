@@ -10,7 +10,9 @@ set -o errexit -o nounset -o pipefail
 
 without=""
 if [ $# -gt 0 ]; then
-  [ $# -eq 2 ] && [ "$1" = --without ] || die "usage: $0 [--without PATCH_FILE_NAME]"
+  if [ $# -ne 2 ] || [ "$1" != --without ]; then
+    die "usage: $0 [--without PATCH_FILE_NAME]"
+  fi
   without=$(basename "$2")
   series_patches | grep -qxF "${without}" || die "${without} is not in patches/series"
 fi
@@ -68,4 +70,4 @@ else
   # Leave the tree where developers work: on branch patched.
   tree_git checkout -q patched 2>/dev/null || true
 fi
-log "${result_branch} = $(tree_git rev-parse HEAD) ($(series_patches | grep -cvxF "${without:-/}") patches)"
+log "${result_branch} = $(tree_git rev-parse "${result_branch}") ($(series_patches | grep -cvxF "${without:-/}") patches)"

@@ -14,8 +14,8 @@ go build -trimpath -o "${gen_dir}/openapi-gen" k8s.io/kube-openapi/cmd/openapi-g
 # Package import paths: staging/src/<module>/... is <module>/..., the rest is k8s.io/kubernetes/...
 packages=$(find . -path ./_output -prune -o -path ./vendor -prune -o -path './.*' -prune -o \
     -path ./staging/src/k8s.io/code-generator -prune -o -path ./staging/src/k8s.io/sample-apiserver -prune -o \
-    -type f -name '*.go' -print |
-  xargs grep --color=never -l '^// *+k8s:' | xargs grep --color=never -l '+k8s:openapi-gen=' |
+    -type f -name '*.go' -print0 |
+  xargs -0 grep --color=never -l -Z '^// *+k8s:' | xargs -0 grep --color=never -l '+k8s:openapi-gen=' |
   xargs -n1 dirname | sed -e 's|^\./staging/src/||' -e 's|^\./|k8s.io/kubernetes/|' | LC_ALL=C sort -u | paste -sd, -)
 
 "${gen_dir}/openapi-gen" --logtostderr \

@@ -1,0 +1,134 @@
+// Package harness runs the pieces of a control plane for the regression suites: the stock
+// kube-apiserver and etcd that the pipeline built (through controller-runtime's envtest), and the
+// components under test as separate processes.
+package harness
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// VariantUnderTestEnv names the build whose fixes a suite checks: "patched" unless set, or e.g.
+// "without-0004" (build/patch.sh --without) to prove that a suite fails without its patch.
+const VariantUnderTestEnv = "VARIANT_UNDER_TEST"
+
+// RepoRoot is the directory holding this repository's VERSION file.
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Dir(file)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "VERSION")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatalf("no VERSION file above %s", filepath.Dir(file))
+		}
+		dir = parent
+	}
+}
+
+// VariantUnderTest is the build the suite expects to be fixed.
+func VariantUnderTest() string {
+	if v := os.Getenv(VariantUnderTestEnv); v != "" {
+		return v
+	}
+	return "patched"
+}
+
+// Binary returns the path of a built binary, _output/bin/<variant>/<name>, or fails the test
+// with the command that builds it.
+func Binary(t testing.TB, variant, name string) string {
+	t.Helper()
+	path := filepath.Join(RepoRoot(t), "_output", "bin", variant, name)
+	if info, err := os.Stat(path); err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
+		t.Fatalf("missing binary %s: run 'make build' (or build/build.sh %s %s)", path, variant, name)
+	}
+	return path
+}
+
+// LogDir is where a test's process logs go: _output/test-logs/<test name>, emptied first.
+func LogDir(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(RepoRoot(t), "_output", "test-logs", strings.ReplaceAll(t.Name(), "/", "_"))
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// ControlPlane is a stock kube-apiserver with its etcd.
+type ControlPlane struct {
+	Config *rest.Config
+	Client kubernetes.Interface
+	// Kubeconfig is a kubeconfig file for the components under test.
+	Kubeconfig string
+}
+
+// StartControlPlane starts the stock kube-apiserver and etcd from _output/bin/stock and stops
+// them when the test ends. Extra flags are appended to envtest's defaults.
+func StartControlPlane(t testing.TB, extraAPIServerFlags ...string) *ControlPlane {
+	t.Helper()
+	apiserver := Binary(t, "stock", "kube-apiserver")
+	etcd := Binary(t, "stock", "etcd")
+	t.Setenv("TEST_ASSET_KUBE_APISERVER", apiserver)
+	t.Setenv("TEST_ASSET_ETCD", etcd)
+	env := &envtest.Environment{
+		KubeAPIServerFlags: append(append([]string{}, envtest.DefaultKubeAPIServerFlags...), extraAPIServerFlags...),
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("starting kube-apiserver %s and etcd %s: %v", apiserver, etcd, err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Logf("stopping the control plane: %v", err)
+		}
+	})
+	cfg.QPS, cfg.Burst = 1000, 2000
+	return &ControlPlane{
+		Config:     cfg,
+		Client:     kubernetes.NewForConfigOrDie(cfg),
+		Kubeconfig: WriteKubeconfig(t, cfg.Host),
+	}
+}
+
+// WriteKubeconfig writes a kubeconfig for an insecure (test-only) apiserver URL.
+func WriteKubeconfig(t testing.TB, server string) string {
+	t.Helper()
+	config := clientcmdapi.NewConfig()
+	config.Clusters["test"] = &clientcmdapi.Cluster{Server: server}
+	config.AuthInfos["test"] = &clientcmdapi.AuthInfo{}
+	config.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "test"}
+	config.CurrentContext = "test"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*config, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

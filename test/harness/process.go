@@ -1,0 +1,181 @@
+package harness
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+)
+
+// Process is a component binary running for a test, with its output in a log file.
+type Process struct {
+	Name    string
+	LogPath string
+	cmd     *exec.Cmd
+	done    chan struct{}
+	err     error
+}
+
+// StartProcess starts binary with args; its stdout and stderr go to <LogDir>/<name>.log. It is
+// killed when the test ends, and the log's tail is printed if the test failed.
+func StartProcess(t testing.TB, logDir, name, binary string, args ...string) *Process {
+	t.Helper()
+	logPath := filepath.Join(logDir, name+".log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		t.Fatalf("starting %s (%s): %v", name, binary, err)
+	}
+	p := &Process{Name: name, LogPath: logPath, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		logFile.Close()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.Kill()
+		if t.Failed() {
+			t.Logf("last lines of %s:\n%s", logPath, p.Tail(15))
+		}
+	})
+	return p
+}
+
+// Stop sends SIGTERM and waits for the process to end.
+func (p *Process) Stop() { p.signal(syscall.SIGTERM) }
+
+// Kill ends the process at once, as a crash or a lost machine would.
+func (p *Process) Kill() { p.signal(syscall.SIGKILL) }
+
+func (p *Process) signal(sig syscall.Signal) {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// Exited reports whether the process has ended, and how.
+func (p *Process) Exited() (bool, error) {
+	select {
+	case <-p.done:
+		return true, p.err
+	default:
+		return false, nil
+	}
+}
+
+// Tail returns the last n lines of the process's log.
+func (p *Process) Tail(n int) string {
+	data, err := os.ReadFile(p.LogPath)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	for i, line := range lines {
+		if len(line) > 300 {
+			lines[i] = line[:300] + "..."
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// CountLogLines counts the log lines that contain substr.
+func (p *Process) CountLogLines(substr string) int {
+	f, err := os.Open(p.LogPath)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	count := 0
+	scanner := bufio.NewScanner(f)
+	scanner.Buffer(make([]byte, 1024*1024), 1024*1024)
+	for scanner.Scan() {
+		if strings.Contains(scanner.Text(), substr) {
+			count++
+		}
+	}
+	return count
+}
+
+// Metric returns the value of a counter or gauge scraped from a Prometheus endpoint, summed over
+// the series whose labels include all of the given ones. A metric that is not there is an error.
+func Metric(url, name string, labels map[string]string) (float64, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	families, err := new(expfmt.TextParser).TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return 0, fmt.Errorf("parsing %s: %v", url, err)
+	}
+	family, ok := families[name]
+	if !ok {
+		return 0, fmt.Errorf("%s has no metric %s", url, name)
+	}
+	sum, found := 0.0, false
+	for _, m := range family.Metric {
+		if !hasLabels(m.GetLabel(), labels) {
+			continue
+		}
+		found = true
+		switch {
+		case m.Counter != nil:
+			sum += m.Counter.GetValue()
+		case m.Gauge != nil:
+			sum += m.Gauge.GetValue()
+		case m.Untyped != nil:
+			sum += m.Untyped.GetValue()
+		case m.Histogram != nil:
+			sum += float64(m.Histogram.GetSampleCount())
+		}
+	}
+	if !found {
+		return 0, fmt.Errorf("%s has no series of %s with labels %v", url, name, labels)
+	}
+	return sum, nil
+}
+
+func hasLabels(have []*dto.LabelPair, want map[string]string) bool {
+	for k, v := range want {
+		ok := false
+		for _, l := range have {
+			if l.GetName() == k && l.GetValue() == v {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
