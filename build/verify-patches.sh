@@ -30,12 +30,15 @@ fi
 scratch=$(mktemp -d "${OUTPUT_DIR}/verify-patches.XXXXXX")
 trap 'rm -rf "${scratch}"' EXIT
 git clone -q --shared --no-checkout "${TREE_DIR}" "${scratch}/tree"
-TREE_DIR="${scratch}/tree"
+export TREE_DIR="${scratch}/tree"
 tree_git checkout -q --detach upstream
 "$(dirname "$0")/patch.sh"
 
 mkdir "${scratch}/regenerated"
 format_series patched "${scratch}/regenerated"
+regenerated=$(find "${scratch}/regenerated" -name '*.patch' | wc -l)
+[ "${regenerated}" -eq "$(series_patches | wc -l)" ] ||
+  die "the applied series regenerates ${regenerated} patches, patches/series lists $(series_patches | wc -l)"
 stale=0
 for patch in "${scratch}/regenerated"/*.patch; do
   name=$(basename "${patch}")
