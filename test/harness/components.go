@@ -27,10 +27,9 @@ func StartComponent(t testing.TB, cp *ControlPlane, logDir, processName, variant
 		"--kubeconfig=" + cp.Kubeconfig,
 		"--address=127.0.0.1",
 		fmt.Sprintf("--port=%d", port),
+		// Several instances share the machine: no secure port to collide on.
+		"--secure-port=0",
 		"--v=2",
-	}
-	if component == "kube-controller-manager" {
-		defaults = append(defaults, "--secure-port=0")
 	}
 	c := &Component{
 		Process: StartProcess(t, logDir, processName, Binary(t, variant, component), append(defaults, args...)...),

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"k8s.io/client-go/kubernetes"
@@ -82,6 +83,8 @@ func FreePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+var assetsOnce sync.Once
+
 // ControlPlane is a stock kube-apiserver with its etcd.
 type ControlPlane struct {
 	Config *rest.Config
@@ -96,8 +99,9 @@ func StartControlPlane(t testing.TB, extraAPIServerFlags ...string) *ControlPlan
 	t.Helper()
 	apiserver := Binary(t, "stock", "kube-apiserver")
 	etcd := Binary(t, "stock", "etcd")
-	t.Setenv("TEST_ASSET_KUBE_APISERVER", apiserver)
-	t.Setenv("TEST_ASSET_ETCD", etcd)
+	// envtest finds its binaries through the environment. Every test uses the same stock ones,
+	// so the process-wide setting is set once (t.Setenv would forbid parallel tests).
+	assetsOnce.Do(func() { os.Setenv("KUBEBUILDER_ASSETS", filepath.Dir(apiserver)) })
 	env := &envtest.Environment{
 		KubeAPIServerFlags: append(append([]string{}, envtest.DefaultKubeAPIServerFlags...), extraAPIServerFlags...),
 	}
