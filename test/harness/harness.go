@@ -87,6 +87,8 @@ var assetsOnce sync.Once
 
 // ControlPlane is a stock kube-apiserver with its etcd.
 type ControlPlane struct {
+	// URL is the apiserver's insecure (test-only) address, http://127.0.0.1:port.
+	URL    string
 	Config *rest.Config
 	Client kubernetes.Interface
 	// Kubeconfig is a kubeconfig file for the components under test.
@@ -115,10 +117,15 @@ func StartControlPlane(t testing.TB, extraAPIServerFlags ...string) *ControlPlan
 		}
 	})
 	cfg.QPS, cfg.Burst = 1000, 2000
+	url := cfg.Host
+	if !strings.Contains(url, "://") {
+		url = "http://" + url
+	}
 	return &ControlPlane{
+		URL:        url,
 		Config:     cfg,
 		Client:     kubernetes.NewForConfigOrDie(cfg),
-		Kubeconfig: WriteKubeconfig(t, cfg.Host),
+		Kubeconfig: WriteKubeconfig(t, url),
 	}
 }
 
