@@ -24,6 +24,14 @@ build: patch ## Build stock and patched binaries into _output/bin/{stock,patched
 	build/build.sh stock $(HARNESS_COMMANDS)
 	build/build.sh patched $(COMPONENT_COMMANDS)
 
+.PHONY: images
+images: patch ## Images of the patched components (REGISTRY=..., ARCHS="amd64 arm64") in _output/images
+	build/images.sh
+
+.PHONY: release
+release: patch ## Cut _output/release/<version>: binaries, images, manifests, SBOM, notes, SHA256SUMS
+	build/release.sh
+
 .PHONY: verify-patches
 verify-patches: source ## Check the series: listed once, headers, applies, regenerates byte for byte
 	build/verify-patches.sh
@@ -33,6 +41,7 @@ lint: ## shellcheck the scripts; gofmt and go vet this repository's Go code
 	shellcheck build/*.sh hack/*.sh .ci/run
 	@unformatted=$$(find . -name "*.go" -not -path "./_output/*" -exec gofmt -l {} +); [ -z "$$unformatted" ] || { echo "gofmt needed: $$unformatted"; exit 1; }
 	go vet ./...
+	cd build/image && go vet ./...
 
 .PHONY: verify-reproducible
 verify-reproducible: patch ## Build patched binaries twice (fresh cache, other path) and compare sha256
@@ -44,14 +53,21 @@ test-unit: patch ## Upstream tests of every package the series touches, plus thi
 
 .PHONY: test-regression
 test-regression: build ## Regression suites: stock shows each bug, VARIANT_UNDER_TEST (default patched) does not
-	go test -count=1 -p 1 -timeout 40m -v ./test/...
+	go test -count=1 -p 1 -timeout 40m -v ./test/regression/...
+
+.PHONY: test-image
+test-image: build ## Load the amd64 images into Docker, run them, check the digest is reproducible
+	ARCHS=amd64 build/images.sh
+	build/verify-image-reproducible.sh
+	IMAGE_DIR=$(CURDIR)/_output/images/$$(build/version.sh) RELEASE_VERSION=$$(build/version.sh) \
+	  go test -count=1 -v -timeout 10m ./test/image/
 
 .PHONY: prove-patches
 prove-patches: patch ## Each patch's Regression-Test fails on the series without that patch
 	build/prove-patches.sh
 
 .PHONY: test
-test: lint verify-patches test-unit test-regression prove-patches ## Everything CI runs
+test: lint verify-patches test-unit test-regression test-image prove-patches ## Everything CI runs
 	@echo "make test: all checks passed"
 
 .PHONY: clean

@@ -17,3 +17,5 @@ fi
 log "this repository's unit tests"
 cd "${REPO_ROOT}"
 go test -count=1 ./build/...
+# The image builder is its own module (go-containerregistry needs newer libraries than envtest).
+(cd build/image && go test -count=1 ./...)

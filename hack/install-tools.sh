@@ -9,6 +9,8 @@ declare -A packages=(
   [make]=make
   [sha256sum]=coreutils
   [shellcheck]=shellcheck
+  [dpkg-deb]=dpkg
+  [docker]=docker.io
 )
 missing=()
 for command in "${!packages[@]}"; do
