@@ -105,4 +105,3 @@ func run(spec image.Spec, repo, out string) error {
 	fmt.Printf("%s@%s\n", tag, digest)
 	return nil
 }
-
