@@ -114,7 +114,6 @@ func TestControllerManagerImageLeads(t *testing.T) {
 	t.Logf("container %s holds Lease kube-system/kube-controller-manager as %s (%d renewals seen)", name, holder, len(renewals))
 }
 
-
 // TestContainerdImportsTheOCITar imports the multi-platform OCI tar the way an operator without a
 // registry would on each master (`ctr -n k8s.io images import`), into the machine's containerd.
 func TestContainerdImportsTheOCITar(t *testing.T) {
