@@ -138,6 +138,13 @@ func Metric(url, name string, labels map[string]string) (float64, error) {
 		return 0, fmt.Errorf("parsing %s: %v", url, err)
 	}
 	family, ok := families[name]
+	histogramSum := false
+	if !ok && strings.HasSuffix(name, "_sum") {
+		// The text parser files a histogram's _sum series under the histogram.
+		family, ok = families[strings.TrimSuffix(name, "_sum")]
+		histogramSum = ok && family.GetType() == dto.MetricType_HISTOGRAM
+		ok = histogramSum
+	}
 	if !ok {
 		return 0, fmt.Errorf("%s has no metric %s", url, name)
 	}
@@ -154,6 +161,8 @@ func Metric(url, name string, labels map[string]string) (float64, error) {
 			sum += m.Gauge.GetValue()
 		case m.Untyped != nil:
 			sum += m.Untyped.GetValue()
+		case m.Histogram != nil && histogramSum:
+			sum += m.Histogram.GetSampleSum()
 		case m.Histogram != nil:
 			sum += float64(m.Histogram.GetSampleCount())
 		}
