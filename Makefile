@@ -43,6 +43,10 @@ lint: ## shellcheck the scripts; gofmt and go vet this repository's Go code
 	go vet ./...
 	cd build/image && go vet ./...
 
+.PHONY: verify-monitoring
+verify-monitoring: ## promtool check/test the alerting rules; validate the dashboard's queries
+	build/verify-monitoring.sh
+
 .PHONY: verify-reproducible
 verify-reproducible: patch ## Build patched binaries twice (fresh cache, other path) and compare sha256
 	build/verify-reproducible.sh
@@ -67,7 +71,7 @@ prove-patches: patch ## Each patch's Regression-Test fails on the series without
 	build/prove-patches.sh
 
 .PHONY: test
-test: lint verify-patches test-unit test-regression test-image prove-patches ## Everything CI runs
+test: lint verify-patches verify-monitoring test-unit test-regression test-image prove-patches ## Everything CI runs
 	@echo "make test: all checks passed"
 
 .PHONY: clean

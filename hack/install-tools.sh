@@ -11,6 +11,8 @@ declare -A packages=(
   [shellcheck]=shellcheck
   [dpkg-deb]=dpkg
   [docker]=docker.io
+  [promtool]=prometheus
+  [python3]=python3
 )
 missing=()
 for command in "${!packages[@]}"; do
