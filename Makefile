@@ -62,7 +62,7 @@ test-regression: build ## Regression suites: stock shows each bug, VARIANT_UNDER
 .PHONY: test-image
 test-image: build ## Load the amd64 images into Docker, run them, check the digest is reproducible
 	ARCHS=amd64 build/images.sh
-	build/verify-image-reproducible.sh
+	ARCHS=amd64 build/verify-image-reproducible.sh
 	IMAGE_DIR=$(CURDIR)/_output/images/$$(build/version.sh) RELEASE_VERSION=$$(build/version.sh) \
 	  go test -count=1 -v -timeout 10m ./test/image/
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the images a second time from the same inputs and requires the same index digests.
+# Builds the images a second time from the same inputs (same ARCHS as the first build) and
+# requires the same index digests.
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
 
