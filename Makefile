@@ -52,7 +52,7 @@ verify-reproducible: patch ## Build patched binaries twice (fresh cache, other p
 	build/verify-reproducible.sh
 
 .PHONY: test-unit
-test-unit: patch ## Upstream tests of every package the series touches, plus this repo's Go tests
+test-unit: build ## Upstream tests of every package the series touches, plus this repo's Go tests
 	build/test-unit.sh
 
 .PHONY: test-regression

@@ -27,6 +27,10 @@ for arch in ${ARCHS}; do
   done
 done
 cp -r "${images}"/. "${partial}/images/"
+for arch in ${ARCHS}; do
+  (cd "${REPO_ROOT}" && CGO_ENABLED=0 GOOS=linux GOARCH=${arch} go build -trimpath -buildvcs=false \
+    -ldflags="-s -w -buildid=" -o "${partial}/bin/linux-${arch}/cpswap" ./build/cmd/cpswap)
+done
 
 log "static-pod manifests from kubeadm ${UPSTREAM_VERSION}"
 "$(dirname "$0")/build.sh" stock kubeadm

@@ -140,3 +140,5 @@ func Diff(path string, before, after []byte) string {
 	})
 	return diff
 }
+
+var yamlMarshal = yaml.Marshal

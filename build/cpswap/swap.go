@@ -38,6 +38,12 @@ func (s *Swapper) checkPaths(manifest string) (manifestDir, backupDir string, er
 	if s.BackupDir == "" {
 		return "", "", errors.New("no backup directory given (--backup-dir)")
 	}
+	// Checked before the directory is created, so that a wrong one is not created in place.
+	if abs, err := filepath.Abs(s.BackupDir); err == nil {
+		if err := outside(manifestDir, abs); err != nil {
+			return "", "", err
+		}
+	}
 	if err := os.MkdirAll(s.BackupDir, 0o700); err != nil {
 		return "", "", fmt.Errorf("backup cannot be written: %v", err)
 	}
@@ -45,13 +51,20 @@ func (s *Swapper) checkPaths(manifest string) (manifestDir, backupDir string, er
 	if err != nil {
 		return "", "", fmt.Errorf("backup directory: %v", err)
 	}
-	if rel, err := filepath.Rel(manifestDir, backupDir); err == nil && !strings.HasPrefix(rel, "..") {
-		return "", "", fmt.Errorf("backup directory %s is inside the manifests directory %s: the kubelet would run a backup as a second static pod", backupDir, manifestDir)
+	if err := outside(manifestDir, backupDir); err != nil {
+		return "", "", err
 	}
 	if err := writable(manifestDir); err != nil {
 		return "", "", err
 	}
 	return manifestDir, backupDir, nil
+}
+
+func outside(manifestDir, backupDir string) error {
+	if rel, err := filepath.Rel(manifestDir, backupDir); err == nil && !strings.HasPrefix(rel, "..") {
+		return fmt.Errorf("backup directory %s is inside the manifests directory %s: the kubelet would run a backup as a second static pod", backupDir, manifestDir)
+	}
+	return nil
 }
 
 // writable refuses a read-only manifests directory: a read-only mount, or no write permission
