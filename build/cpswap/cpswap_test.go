@@ -311,3 +311,38 @@ func mustMarshal(t *testing.T, v interface{}) []byte {
 	}
 	return data
 }
+
+func TestProcessStartedSince(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A process named like a component, started after `since`.
+	binary := filepath.Join(t.TempDir(), "kube-fake-comp")
+	data, _ := os.ReadFile(sleep)
+	os.WriteFile(binary, data, 0o755)
+	since := time.Now().Add(-time.Second)
+	cmd := exec.Command(binary, "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := ProcessStartedSince("kube-fake-comp", since, 50*time.Millisecond)(ctx); err != nil {
+		t.Errorf("new process not found: %v", err)
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel2()
+	if err := ProcessStartedSince("kube-fake-comp", time.Now().Add(time.Hour), 50*time.Millisecond)(ctx2); err == nil ||
+		!strings.Contains(err.Error(), "before the manifest changed") {
+		t.Errorf("old process taken for a new one: %v", err)
+	}
+	ctx3, cancel3 := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel3()
+	if err := ProcessStartedSince("no-such-component", since, 50*time.Millisecond)(ctx3); err == nil ||
+		!strings.Contains(err.Error(), "no no-such-component process") {
+		t.Errorf("missing process: %v", err)
+	}
+}

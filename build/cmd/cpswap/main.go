@@ -54,6 +54,7 @@ func run(command string, args []string) error {
 	kubeconfig := fs.String("kubeconfig", "/etc/kubernetes/admin.conf", "kubeconfig to read the leader Lease with")
 	healthURL := fs.String("health-url", "", "health endpoint to verify (default: from the container's liveness probe)")
 	lease := fs.String("lease", "", "leader Lease namespace/name (default: kube-system/<container name>)")
+	processName := fs.String("process", "", "process name of the component, to see the kubelet restart it (default: the Lease name)")
 	timeout := fs.Duration("timeout", 3*time.Minute, "how long apply waits for the component to verify before rolling back")
 	var flags flagList
 	fs.Var(&flags, "flag", "set a component flag, --name=value (repeatable)")
@@ -120,7 +121,15 @@ func run(command string, args []string) error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 		defer cancel()
-		verify := cpswap.HealthAndLease(url, client, namespace, name, time.Now(), 2*time.Second)
+		comm := *processName
+		if comm == "" {
+			comm = name
+		}
+		applied := time.Now()
+		verify := cpswap.All(
+			cpswap.ProcessStartedSince(comm, applied, time.Second),
+			cpswap.HealthAndLease(url, client, namespace, name, applied, 2*time.Second),
+		)
 		backup, err := swapper.Apply(ctx, *manifest, change, verify)
 		if err != nil {
 			return err
