@@ -1,0 +1,168 @@
+// Package pipeline tests the pipeline scripts' handling of bad input: each must stop with an
+// error naming the culprit and leave things as they were.
+package pipeline
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+func repoRoot(t *testing.T) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// scratchTree clones the upstream tree (make source) and copies patches/, so that a test can
+// break them without touching the real ones.
+func scratchTree(t *testing.T) (tree, patches string) {
+	t.Helper()
+	root := repoRoot(t)
+	source := filepath.Join(root, "_output", "src", "kubernetes")
+	if _, err := os.Stat(filepath.Join(source, ".git")); err != nil {
+		t.Fatalf("no upstream tree at %s: run 'make source'", source)
+	}
+	dir := t.TempDir()
+	tree = filepath.Join(dir, "tree")
+	if out, err := exec.Command("git", "clone", "-q", "--shared", source, tree).CombinedOutput(); err != nil {
+		t.Fatalf("clone: %v\n%s", err, out)
+	}
+	patches = filepath.Join(dir, "patches")
+	if out, err := exec.Command("cp", "-r", filepath.Join(root, "patches"), patches).CombinedOutput(); err != nil {
+		t.Fatalf("copy patches: %v\n%s", err, out)
+	}
+	return tree, patches
+}
+
+func runScript(t *testing.T, tree, patches, script string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(repoRoot(t), "build", script), args...)
+	cmd.Env = append(os.Environ(), "TREE_DIR="+tree, "PATCHES_DIR="+patches, "SERIES_FILE="+filepath.Join(patches, "series"))
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func firstPatch(t *testing.T, patches string, prefix string) string {
+	matches, _ := filepath.Glob(filepath.Join(patches, prefix+"-*.patch"))
+	if len(matches) != 1 {
+		t.Fatalf("no single patch %s-* in %s", prefix, patches)
+	}
+	return matches[0]
+}
+
+func TestPatchStopsAtABrokenPatchAndNamesIt(t *testing.T) {
+	tree, patches := scratchTree(t)
+	if out, err := runScript(t, tree, patches, "patch.sh"); err != nil {
+		t.Fatalf("the intact series does not apply: %v\n%s", err, out)
+	}
+	before, _ := exec.Command("git", "-C", tree, "rev-parse", "patched").Output()
+
+	broken := firstPatch(t, patches, "0002")
+	data, _ := os.ReadFile(broken)
+	// Corrupt one context line of the diff.
+	corrupted := strings.Replace(string(data), "\tgithub.com/modern-go/reflect2 => github.com/modern-go/reflect2 v1.0.1", "\tgithub.com/modern-go/reflect2 => github.com/modern-go/reflect2 v9.9.9", 1)
+	if corrupted == string(data) {
+		t.Fatal("the corruption did not change the patch")
+	}
+	os.WriteFile(broken, []byte(corrupted), 0o644)
+
+	out, err := runScript(t, tree, patches, "patch.sh")
+	if err == nil {
+		t.Fatalf("patch.sh accepted a corrupted patch:\n%s", out)
+	}
+	if !strings.Contains(out, "patch "+filepath.Base(broken)+" does not apply") || !strings.Contains(out, "failing: go.mod") {
+		t.Errorf("the error does not name the patch and the failing file:\n%s", out)
+	}
+	after, _ := exec.Command("git", "-C", tree, "rev-parse", "patched").Output()
+	if string(after) != string(before) {
+		t.Errorf("branch patched moved from %s to %s", before, after)
+	}
+}
+
+func TestVerifyPatchesRejectsBadSeries(t *testing.T) {
+	tests := []struct {
+		name    string
+		breakIt func(t *testing.T, patches string)
+		want    string
+	}{
+		{
+			name: "header field missing",
+			breakIt: func(t *testing.T, patches string) {
+				p := firstPatch(t, patches, "0004")
+				data, _ := os.ReadFile(p)
+				var kept []string
+				for _, line := range strings.Split(string(data), "\n") {
+					if !strings.HasPrefix(line, "Reason: ") {
+						kept = append(kept, line)
+					}
+				}
+				os.WriteFile(p, []byte(strings.Join(kept, "\n")), 0o644)
+			},
+			want: "header has no Reason: field",
+		},
+		{
+			name: "patch listed twice",
+			breakIt: func(t *testing.T, patches string) {
+				f, _ := os.OpenFile(filepath.Join(patches, "series"), os.O_APPEND|os.O_WRONLY, 0)
+				f.WriteString(filepath.Base(firstPatch(t, patches, "0004")) + "\n")
+				f.Close()
+			},
+			want: "listed twice",
+		},
+		{
+			name: "patch missing from the series",
+			breakIt: func(t *testing.T, patches string) {
+				os.WriteFile(filepath.Join(patches, "0099-extra.patch"), []byte("x"), 0o644)
+			},
+			want: "0099-extra.patch is not listed",
+		},
+		{
+			name: "hand-edited patch",
+			breakIt: func(t *testing.T, patches string) {
+				p := firstPatch(t, patches, "0004")
+				data, _ := os.ReadFile(p)
+				// A diffstat that git format-patch would not write; git am ignores it.
+				edited := strings.Replace(string(data), " file changed,", " file changed (edited),", 1)
+				if edited == string(data) {
+					edited = strings.Replace(string(data), " files changed,", " files changed (edited),", 1)
+				}
+				os.WriteFile(p, []byte(edited), 0o644)
+			},
+			want: "edited by hand or are stale",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tree, patches := scratchTree(t)
+			tc.breakIt(t, patches)
+			out, err := runScript(t, tree, patches, "verify-patches.sh")
+			if err == nil || !strings.Contains(out, tc.want) {
+				t.Errorf("verify-patches: err %v, want output containing %q:\n%s", err, tc.want, out)
+			}
+		})
+	}
+}
+
+func TestSourceRejectsAHashMismatch(t *testing.T) {
+	root := repoRoot(t)
+	pins, err := os.ReadFile(filepath.Join(root, "build", "upstream.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(string(pins), "k8s.io/api v0.17.3 h1:", "k8s.io/api v0.17.3 h1:AAAA", 1)
+	pinFile := filepath.Join(t.TempDir(), "upstream.sum")
+	os.WriteFile(pinFile, []byte(bad), 0o644)
+	dest := filepath.Join(t.TempDir(), "tree")
+	cmd := exec.Command("go", "run", "./build/cmd/upstream-source", "-pins", pinFile, "-dest", dest)
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "checksum mismatch for k8s.io/api@v0.17.3") {
+		t.Errorf("err %v, want a checksum mismatch naming k8s.io/api:\n%s", err, out)
+	}
+	if _, err := os.Stat(dest); !os.IsNotExist(err) {
+		t.Errorf("%s was created despite the mismatch", dest)
+	}
+}
