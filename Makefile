@@ -70,6 +70,10 @@ test-image: build ## Load the amd64 images into Docker, run them, check the dige
 prove-patches: patch ## Each patch's Regression-Test fails on the series without that patch
 	build/prove-patches.sh
 
+.PHONY: bench
+bench: build ## Headless resync at N=2,000/13,000, qps 20/100, stock vs patched -> docs/benchmarks.md (~1 h)
+	build/bench.sh
+
 .PHONY: test
 test: lint verify-patches verify-monitoring test-unit test-regression test-image prove-patches ## Everything CI runs
 	@echo "make test: all checks passed"

@@ -46,9 +46,14 @@ series_patches() {
 
 # Value of a provenance field (a trailer such as "Category:") in a patch file's header.
 patch_field() {
+  patch_field_all "$@" | head -n 1
+}
+
+# Every value of a field that may repeat, one a line.
+patch_field_all() {
   local patch=$1 field=$2
   sed -n '/^---$/q;p' "${patch}" | git interpret-trailers --parse --no-divider 2>/dev/null |
-    sed -n "s/^${field}: //p" | head -n 1
+    sed -n "s/^${field}: //p"
 }
 
 # Provenance fields every patch header carries, as git trailers at the end of the message.

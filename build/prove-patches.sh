@@ -1,36 +1,64 @@
 #!/usr/bin/env bash
-# Proves each regression test differential: for every patch with a "Regression-Test: <package>
-# <TestName>" field, builds the series without that patch (variant without-NNNN) and requires the
-# test to FAIL against it. That the same test passes on the patched build is checked by
-# `make test-regression`. Optional arguments limit the run to those patch files.
+# Proves each regression test differential against the series without its patch:
+# - "Regression-Test: <dir of this repo> <TestName>": builds the series without the patch (variant
+#   without-NNNN) and requires the suite's test to FAIL against those binaries. That the same test
+#   passes on the patched build is checked by `make test-regression`.
+# - "Regression-Unit-Test: <Go package> <TestName>" (any number): applies only the
+#   patch's *_test.go changes to the series without the patch and requires the test to FAIL there.
+#   That it passes on the patched tree is checked by `make test-unit`.
+# Optional arguments limit the run to those patch files.
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
 
 mapfile -t selected < <(if [ $# -gt 0 ]; then printf '%s\n' "$@" | xargs -n1 basename; else series_patches; fi)
 proved=0
 failed=()
-for name in "${selected[@]}"; do
-  patch="${PATCHES_DIR}/${name}"
-  [ -f "${patch}" ] || die "no patch ${patch}"
-  regression=$(patch_field "${patch}" Regression-Test)
-  [ -n "${regression}" ] || continue
-  read -r package test_name <<<"${regression}"
-  [ -n "${test_name:-}" ] || die "${name}: Regression-Test must be '<package dir> <TestName>', got '${regression}'"
-  variant="without-${name%%-*}"
 
-  "$(dirname "$0")/patch.sh" --without "${name}"
-  "$(dirname "$0")/build.sh" "${variant}" kube-controller-manager kube-scheduler
-  log_file="${OUTPUT_DIR}/test-logs/prove-${variant}.log"
-  mkdir -p "$(dirname "${log_file}")"
-  log "${name}: ${package} ${test_name} against ${variant} must fail (output: ${log_file})"
-  if (cd "${REPO_ROOT}" && VARIANT_UNDER_TEST="${variant}" \
-        go test -count=1 -timeout 20m -v "./${package}" -run "^${test_name}\$") >"${log_file}" 2>&1; then
+# expect_failure NAME TEST LOG_FILE DIR COMMAND...: runs COMMAND in DIR, which must fail in TEST.
+expect_failure() {
+  local name=$1 test_name=$2 log_file=$3 dir=$4
+  shift 4
+  if (cd "${dir}" && "$@") >"${log_file}" 2>&1; then
     failed+=("${name}: ${test_name} passes without the patch, so it does not test the patch")
   elif ! grep -q -- "--- FAIL: ${test_name}" "${log_file}"; then
     failed+=("${name}: ${test_name} did not run to a test failure without the patch (see ${log_file})")
   else
-    log "${name}: proved: $(grep -m1 -E '^\s+[a-z_]+\.go:[0-9]+: .*want' "${log_file}" | sed 's/^[[:space:]]*//' | cut -c1-200)"
+    log "${name}: proved: $(grep -m1 -E '^\s+[a-z0-9_]+\.go:[0-9]+: ' "${log_file}" | sed 's/^[[:space:]]*//' | cut -c1-200)"
     proved=$((proved + 1))
+  fi
+}
+
+for name in "${selected[@]}"; do
+  patch="${PATCHES_DIR}/${name}"
+  [ -f "${patch}" ] || die "no patch ${patch}"
+  regression=$(patch_field "${patch}" Regression-Test)
+  mapfile -t unit_tests < <(patch_field_all "${patch}" Regression-Unit-Test)
+  [ -n "${regression}" ] || [ ${#unit_tests[@]} -gt 0 ] || continue
+  variant="without-${name%%-*}"
+  log_dir="${OUTPUT_DIR}/test-logs/prove-${variant}"
+  mkdir -p "${log_dir}"
+  "$(dirname "$0")/patch.sh" --without "${name}"
+
+  if [ -n "${regression}" ]; then
+    read -r package test_name <<<"${regression}"
+    [ -n "${test_name:-}" ] || die "${name}: Regression-Test must be '<package dir> <TestName>', got '${regression}'"
+    "$(dirname "$0")/build.sh" "${variant}" kube-controller-manager kube-scheduler
+    log "${name}: ${package} ${test_name} against ${variant} must fail (output: ${log_dir}/${test_name}.log)"
+    expect_failure "${name}" "${test_name}" "${log_dir}/${test_name}.log" "${REPO_ROOT}" \
+      env VARIANT_UNDER_TEST="${variant}" go test -count=1 -timeout 20m -v "./${package}" -run "^${test_name}\$"
+  fi
+
+  if [ ${#unit_tests[@]} -gt 0 ]; then
+    worktree=$(checkout_variant "${variant}")
+    git -C "${worktree}" apply --include='*_test.go' "${patch}" ||
+      die "${name}: its test files do not apply to the series without it"
+    for unit_test in "${unit_tests[@]}"; do
+      read -r package test_name <<<"${unit_test}"
+      [ -n "${test_name:-}" ] || die "${name}: Regression-Unit-Test must be '<Go package> <TestName>', got '${unit_test}'"
+      log "${name}: ${package} ${test_name} on ${variant} plus the patch's tests must fail (output: ${log_dir}/${test_name}.log)"
+      expect_failure "${name}" "${test_name}" "${log_dir}/${test_name}.log" "${worktree}" \
+        go test -count=1 -v "${package}" -run "^${test_name}\$"
+    done
   fi
 done
 if [ ${#failed[@]} -gt 0 ]; then

@@ -6,7 +6,7 @@ set -o errexit -o nounset -o pipefail
 # The body of a patch's message: after the Subject, before the trailers and the diffstat.
 patch_body() {
   sed -n '/^Subject: /,/^---$/p' "$1" | sed '1,/^$/d; /^---$/d' |
-    grep -vE '^(Upstream-PR|Upstream-Release|Category|Reason|Verified-By|Regression-Test|CVE): '
+    grep -vE '^(Upstream-PR|Upstream-Release|Category|Reason|Verified-By|Regression-Test|Regression-Unit-Test|CVE): '
 }
 
 patch_subject() {

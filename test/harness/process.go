@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -76,6 +77,9 @@ func (p *Process) signal(sig syscall.Signal) {
 	}
 }
 
+// Pid is the process's ID.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
 // Exited reports whether the process has ended, and how.
 func (p *Process) Exited() (bool, error) {
 	select {
@@ -122,20 +126,15 @@ func (p *Process) CountLogLines(substr string) int {
 	return count
 }
 
+// ErrNoMetric is what Metric's error wraps when the endpoint does not export the metric at all.
+var ErrNoMetric = errors.New("metric not exported")
+
 // Metric returns the value of a counter or gauge scraped from a Prometheus endpoint, summed over
 // the series whose labels include all of the given ones. A metric that is not there is an error.
 func Metric(url, name string, labels map[string]string) (float64, error) {
-	resp, err := http.Get(url)
+	families, err := Scrape(url)
 	if err != nil {
 		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	families, err := new(expfmt.TextParser).TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return 0, fmt.Errorf("parsing %s: %v", url, err)
 	}
 	family, ok := families[name]
 	histogramSum := false
@@ -146,7 +145,7 @@ func Metric(url, name string, labels map[string]string) (float64, error) {
 		ok = histogramSum
 	}
 	if !ok {
-		return 0, fmt.Errorf("%s has no metric %s", url, name)
+		return 0, fmt.Errorf("%s has no metric %s: %w", url, name, ErrNoMetric)
 	}
 	sum, found := 0.0, false
 	for _, m := range family.Metric {
@@ -171,6 +170,23 @@ func Metric(url, name string, labels map[string]string) (float64, error) {
 		return 0, fmt.Errorf("%s has no series of %s with labels %v", url, name, labels)
 	}
 	return sum, nil
+}
+
+// Scrape reads every metric family from a Prometheus text endpoint.
+func Scrape(url string) (map[string]*dto.MetricFamily, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	families, err := new(expfmt.TextParser).TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("parsing %s: %v", url, err)
+	}
+	return families, nil
 }
 
 func hasLabels(have []*dto.LabelPair, want map[string]string) bool {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/idc-lts/kube-1.17/test/fixture"
 	"github.com/idc-lts/kube-1.17/test/harness"
 )
 
@@ -36,14 +37,14 @@ var endpointQueue = map[string]string{"name": "endpoint"}
 type cluster struct {
 	cp       *harness.ControlPlane
 	kcm      *harness.Component
-	fixtures []ServiceFixture
+	fixtures []fixture.ServiceFixture
 }
 
 func startCluster(t *testing.T, variant string) *cluster {
 	cp := harness.StartControlPlane(t)
 	n := services(t)
 	start := time.Now()
-	fixtures := CreateServices(t, cp.Client, namespace, n)
+	fixtures := fixture.CreateServices(t, cp.Client, namespace, 0, n)
 	t.Logf("created %d headless Services and their pods in %v", n, time.Since(start).Round(time.Millisecond))
 
 	kcm := harness.StartComponent(t, cp, harness.LogDir(t), "kube-controller-manager", variant, "kube-controller-manager",
@@ -79,7 +80,7 @@ func (c *cluster) waitEndpointsComplete(t *testing.T, timeout time.Duration) {
 				missing++
 				continue
 			}
-			if ready, notReady := CountAddresses(ep); ready != wantReady || notReady != wantNotReady {
+			if ready, notReady := fixture.CountAddresses(ep); ready != wantReady || notReady != wantNotReady {
 				missing++
 			}
 		}
@@ -170,8 +171,8 @@ func (c *cluster) writesDuringResyncs(t *testing.T, resyncs int, timeout time.Du
 	}
 }
 
-func (c *cluster) writtenByShape(writes map[string]int) map[Shape]int {
-	written := map[Shape]int{}
+func (c *cluster) writtenByShape(writes map[string]int) map[fixture.Shape]int {
+	written := map[fixture.Shape]int{}
 	for _, f := range c.fixtures {
 		if writes[f.Name] > 0 {
 			written[f.Shape]++
@@ -180,7 +181,7 @@ func (c *cluster) writtenByShape(writes map[string]int) map[Shape]int {
 	return written
 }
 
-func countShape(fixtures []ServiceFixture, shape Shape) int {
+func countShape(fixtures []fixture.ServiceFixture, shape fixture.Shape) int {
 	n := 0
 	for _, f := range fixtures {
 		if f.Shape == shape {
@@ -196,10 +197,10 @@ func TestStockRewritesHeadlessEndpointsOnResync(t *testing.T) {
 	c := startCluster(t, "stock")
 	writes := c.writesDuringResyncs(t, 1, 3*time.Minute)
 	written := c.writtenByShape(writes)
-	total := written[SingleSubset] + written[MultiSubset]
+	total := written[fixture.SingleSubset] + written[fixture.MultiSubset]
 	n := len(c.fixtures)
 	t.Logf("stock: one resync rewrote %d of %d unchanged Endpoints (single-subset %d/%d, multi-subset %d/%d)",
-		total, n, written[SingleSubset], countShape(c.fixtures, SingleSubset), written[MultiSubset], countShape(c.fixtures, MultiSubset))
+		total, n, written[fixture.SingleSubset], countShape(c.fixtures, fixture.SingleSubset), written[fixture.MultiSubset], countShape(c.fixtures, fixture.MultiSubset))
 	if float64(total) < 0.9*float64(n) {
 		t.Errorf("bug not reproduced: one resync rewrote %d of %d Endpoints, want at least 90%%", total, n)
 	}
@@ -214,8 +215,8 @@ func TestPatchedLeavesUnchangedEndpointsAlone(t *testing.T) {
 	writes := c.writesDuringResyncs(t, 2, 4*time.Minute)
 	written := c.writtenByShape(writes)
 	t.Logf("%s: two resyncs rewrote single-subset %d/%d, multi-subset %d/%d Endpoints",
-		variant, written[SingleSubset], countShape(c.fixtures, SingleSubset), written[MultiSubset], countShape(c.fixtures, MultiSubset))
-	for _, shape := range []Shape{SingleSubset, MultiSubset} {
+		variant, written[fixture.SingleSubset], countShape(c.fixtures, fixture.SingleSubset), written[fixture.MultiSubset], countShape(c.fixtures, fixture.MultiSubset))
+	for _, shape := range []fixture.Shape{fixture.SingleSubset, fixture.MultiSubset} {
 		if written[shape] != 0 {
 			t.Errorf("%s: %d %s-subset Endpoints were rewritten by resyncs, want 0", variant, written[shape], shape)
 		}

@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/idc-lts/kube-1.17/test/fixture"
 	"github.com/idc-lts/kube-1.17/test/harness"
-	"github.com/idc-lts/kube-1.17/test/regression/headless"
 )
 
 const (
@@ -26,7 +26,7 @@ const (
 // Services to write Endpoints for.
 func throttledCluster(t *testing.T, variant string, n int) (*harness.ControlPlane, *harness.Component) {
 	cp := harness.StartControlPlane(t)
-	headless.CreateServices(t, cp.Client, namespace, n)
+	fixture.CreateServices(t, cp.Client, namespace, 0, n)
 	kcm := harness.StartComponent(t, cp, harness.LogDir(t), "kube-controller-manager", variant, "kube-controller-manager",
 		"--controllers=endpoint", "--leader-elect=false",
 		"--kube-api-qps="+qps, "--kube-api-burst="+qps)

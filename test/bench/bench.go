@@ -1,0 +1,526 @@
+// Package bench measures the headless-Endpoints resync at incident scale: how many Endpoints one
+// full resync rewrites, and how long a deleted pod takes to leave its Endpoints while the resync
+// runs, for the stock build and ours, against the stock kube-apiserver and etcd.
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/idc-lts/kube-1.17/test/fixture"
+	"github.com/idc-lts/kube-1.17/test/harness"
+)
+
+// Config is one run: a build of kube-controller-manager and its client rate limit.
+type Config struct {
+	Services int    `json:"services"`
+	QPS      int    `json:"qps"`
+	Burst    int    `json:"burst"`
+	Variant  string `json:"variant"`
+}
+
+func (c Config) String() string {
+	return fmt.Sprintf("%s N=%d qps=%d/%d", c.Variant, c.Services, c.QPS, c.Burst)
+}
+
+// Result is what one run measured.
+type Result struct {
+	Config
+	// MinResyncPeriod is the --min-resync-period the measured process ran with.
+	MinResyncPeriod string `json:"minResyncPeriod"`
+	// StartupPassSeconds is how long the measured process took to drain its first full sync.
+	StartupPassSeconds float64 `json:"startupPassSeconds"`
+	// ResyncWrites counts Endpoints writes from the resync's start until the endpoint queue
+	// drained, leaving out the Services whose pods the run deleted.
+	ResyncWrites int `json:"resyncWrites"`
+	// ResyncPassSeconds is the time from the resync's start until the queue drained.
+	ResyncPassSeconds float64 `json:"resyncPassSeconds"`
+	// DeletionLatencies, sorted, in seconds: pod deleted -> its address gone from Endpoints.
+	DeletionLatencies []float64 `json:"deletionLatenciesSeconds"`
+	P50               float64   `json:"p50Seconds"`
+	P99               float64   `json:"p99Seconds"`
+	Max               float64   `json:"maxSeconds"`
+	// PeakRSSBytes and CPUSeconds cover the measured process's whole life.
+	PeakRSSBytes int64   `json:"peakRSSBytes"`
+	CPUSeconds   float64 `json:"cpuSeconds"`
+	// WindowSeconds is the measured window: the resync's start until the last deleted address
+	// left its Endpoints and the queue drained. Request counts cover this window.
+	WindowSeconds float64 `json:"windowSeconds"`
+	// APIServerRequests counts requests the apiserver served in the window, by "VERB resource";
+	// it includes the benchmark's own deletions and watches.
+	APIServerRequests      map[string]float64 `json:"apiserverRequests"`
+	APIServerRequestsTotal float64            `json:"apiserverRequestsTotal"`
+	// ControllerManagerRequests is the window's delta of the process's rest_client_requests_total.
+	ControllerManagerRequests float64 `json:"controllerManagerRequests"`
+	// LeaderElectionWritesPerMinute counts writes to the kube-system/kube-controller-manager
+	// Endpoints over the process's life.
+	LeaderElectionWritesPerMinute float64 `json:"leaderElectionEndpointsWritesPerMinute"`
+}
+
+// Options shape the deletions a run makes.
+type Options struct {
+	// Deletions is how many pods a run deletes, one every DeleteInterval, from the resync's start.
+	Deletions      int
+	DeleteInterval time.Duration
+}
+
+// ServicesPerNamespace spreads the Services the way a real cluster does; one namespace of
+// thousands would make every sync scan thousands of pods in the lister.
+const ServicesPerNamespace = 100
+
+// Namespace is the namespace of Service i.
+func Namespace(i int) string { return fmt.Sprintf("%s%03d", namespacePrefix, i/ServicesPerNamespace) }
+
+const namespacePrefix = "bench-"
+
+// CreateServices creates n headless Services, each with one Ready pod, ServicesPerNamespace to a
+// namespace.
+func CreateServices(b testing.TB, client kubernetes.Interface, n int) []fixture.ServiceFixture {
+	var all []fixture.ServiceFixture
+	for first := 0; first < n; first += ServicesPerNamespace {
+		count := ServicesPerNamespace
+		if first+count > n {
+			count = n - first
+		}
+		all = append(all, fixture.CreateServices(b, client, Namespace(first), first, count, fixture.SingleSubset)...)
+	}
+	return all
+}
+
+var endpointQueue = map[string]string{"name": "endpoint"}
+
+const (
+	lockNamespace = "kube-system"
+	lockName      = "kube-controller-manager"
+	// startupProbe is the first --min-resync-period tried. A build whose startup pass does not
+	// drain well within it is restarted with one longer than that pass, so that the resync the
+	// run measures does not merge into the startup pass.
+	startupProbe = 30 * time.Second
+)
+
+// run is the state of one run.
+type run struct {
+	b        testing.TB
+	cp       *harness.ControlPlane
+	cfg      Config
+	services []fixture.ServiceFixture
+	kcm      *harness.Component
+	started  time.Time
+	// leaderWrites counts lock writes since the run began; leaderWritesAtStart is its value
+	// when the measured process started.
+	leaderWrites        func() int
+	leaderWritesAtStart int
+}
+
+// Run measures one configuration on a control plane holding services. runIndex picks which
+// Services' pods this run deletes, so that runs on the same control plane delete different pods.
+func Run(b testing.TB, cp *harness.ControlPlane, services []fixture.ServiceFixture, cfg Config, runIndex int, opts Options) Result {
+	b.Helper()
+	stride := len(services) / opts.Deletions
+	if runIndex >= stride {
+		b.Fatalf("run %d: %d Services leave room for %d runs of %d deletions", runIndex, len(services), stride, opts.Deletions)
+	}
+	r := &run{b: b, cp: cp, cfg: cfg, services: services}
+	result := Result{Config: cfg}
+	logDir := harness.LogDir(b)
+
+	leaderWrites := r.countLeaderElectionWrites()
+	period := startupProbe
+	r.leaderWrites = leaderWrites
+	r.start(logDir, period)
+	drained := r.waitStartupPass(10 * time.Second)
+	if !drained {
+		// The startup pass writes Endpoints at the client's rate: give the resync room after it.
+		r.kcm.Kill()
+		period = startupProbe + time.Duration(1.2*float64(cfg.Services)/float64(cfg.QPS))*time.Second
+		b.Logf("%s: startup pass still running after 10 s; restarting with --min-resync-period=%v", cfg, period)
+		r.start(logDir, period)
+		r.waitStartupPass(0)
+	}
+	result.MinResyncPeriod = period.String()
+	result.StartupPassSeconds = time.Since(r.started).Seconds()
+
+	m := r.measureResync(period, runIndex, stride, opts)
+	result.ResyncWrites, result.ResyncPassSeconds = m.resyncWrites, m.passSeconds
+	result.DeletionLatencies, result.WindowSeconds = m.latencies, m.windowSeconds
+	result.APIServerRequests, result.APIServerRequestsTotal = m.apiserverRequests, m.apiserverTotal
+	result.ControllerManagerRequests = m.kcmRequests
+	result.P50, result.P99, result.Max = Percentile(m.latencies, 0.50), Percentile(m.latencies, 0.99), Percentile(m.latencies, 1)
+
+	usage, err := ReadProcessUsage(r.kcm.Pid())
+	if err != nil {
+		b.Fatal(err)
+	}
+	result.PeakRSSBytes, result.CPUSeconds = usage.PeakRSSBytes, usage.CPUSeconds
+	result.LeaderElectionWritesPerMinute = float64(leaderWrites()-r.leaderWritesAtStart) / time.Since(r.started).Minutes()
+	r.kcm.Kill()
+	return result
+}
+
+// start runs kube-controller-manager's endpoints controller, with leader election as shipped, as
+// the only holder of a fresh lock.
+func (r *run) start(logDir string, minResyncPeriod time.Duration) {
+	r.deleteLocks()
+	r.started = time.Now()
+	r.leaderWritesAtStart = r.leaderWrites()
+	r.kcm = harness.StartComponent(r.b, r.cp, logDir, "kube-controller-manager", r.cfg.Variant, "kube-controller-manager",
+		"--controllers=endpoint",
+		fmt.Sprintf("--kube-api-qps=%d", r.cfg.QPS),
+		fmt.Sprintf("--kube-api-burst=%d", r.cfg.Burst),
+		"--min-resync-period="+minResyncPeriod.String(),
+	)
+}
+
+// deleteLocks removes the leader-election locks a previous process left, so that the next one
+// need not wait for them to expire.
+func (r *run) deleteLocks() {
+	err := r.cp.Client.CoreV1().Endpoints(lockNamespace).Delete(lockName, nil)
+	if err != nil && !apierrors.IsNotFound(err) {
+		r.b.Fatal(err)
+	}
+	err = r.cp.Client.CoordinationV1().Leases(lockNamespace).Delete(lockName, nil)
+	if err != nil && !apierrors.IsNotFound(err) {
+		r.b.Fatal(err)
+	}
+}
+
+// countLeaderElectionWrites watches the kube-system/kube-controller-manager Endpoints (the 1.17
+// leader-election lock) and returns a function giving the writes seen so far.
+func (r *run) countLeaderElectionWrites() func() int {
+	var mu sync.Mutex
+	writes := 0
+	stop := watchEndpoints(r.b, r.cp.Client, lockNamespace, "metadata.name="+lockName, func(watch.EventType, *v1.Endpoints, time.Time) {
+		mu.Lock()
+		writes++
+		mu.Unlock()
+	})
+	r.b.Cleanup(stop)
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return writes
+	}
+}
+
+// queue reads the endpoint controller's workqueue_adds_total and workqueue_depth. They read
+// as zero until the controller starts, which waits for leadership.
+func (r *run) queue() (adds, depth float64) {
+	adds, err := r.kcm.Metric("workqueue_adds_total", endpointQueue)
+	if err == nil {
+		depth, err = r.kcm.Metric("workqueue_depth", endpointQueue)
+	}
+	if errors.Is(err, harness.ErrNoMetric) {
+		return 0, 0
+	}
+	if err != nil {
+		r.b.Fatalf("%s: scraping the endpoint queue: %v", r.cfg, err)
+	}
+	return adds, depth
+}
+
+// waitStartupPass waits until the process has queued every Service once and its queue has been
+// empty for 2 s. With a non-zero probe it gives up, returning false, when the queue has not
+// drained that long after every Service was queued.
+func (r *run) waitStartupPass(probe time.Duration) bool {
+	n := float64(r.cfg.Services)
+	var queuedAt, emptySince time.Time
+	limit := 3*time.Minute + time.Duration(1.5*n/float64(r.cfg.QPS))*time.Second
+	err := wait.PollImmediate(250*time.Millisecond, limit, func() (bool, error) {
+		if exited, err := r.kcm.Exited(); exited {
+			return false, fmt.Errorf("kube-controller-manager exited: %v", err)
+		}
+		adds, depth := r.queue()
+		if adds < n {
+			return false, nil
+		}
+		if queuedAt.IsZero() {
+			queuedAt = time.Now()
+		}
+		if depth > 0 {
+			emptySince = time.Time{}
+			if probe > 0 && time.Since(queuedAt) > probe {
+				return true, nil
+			}
+			return false, nil
+		}
+		if emptySince.IsZero() {
+			emptySince = time.Now()
+		}
+		return time.Since(emptySince) >= 2*time.Second, nil
+	})
+	if err != nil {
+		r.b.Fatalf("%s: startup pass not over within %v: %v", r.cfg, limit, err)
+	}
+	return !emptySince.IsZero()
+}
+
+type measurement struct {
+	resyncWrites      int
+	passSeconds       float64
+	latencies         []float64
+	windowSeconds     float64
+	apiserverRequests map[string]float64
+	apiserverTotal    float64
+	kcmRequests       float64
+}
+
+// pending is a deleted pod whose address has yet to leave its Endpoints.
+type pending struct {
+	ip        string
+	deletedAt time.Time
+}
+
+// measureResync waits for the next full resync, deletes pods one by one while it runs, and
+// returns the writes it caused and the deletions' latencies.
+func (r *run) measureResync(period time.Duration, runIndex, stride int, opts Options) measurement {
+	b := r.b
+	n := r.cfg.Services
+	var (
+		mu        sync.Mutex
+		passOver  bool
+		writes    = map[string]int{}
+		deleted   = map[string]bool{}
+		waiting   = map[string]pending{}
+		latencies []float64
+	)
+	stopWatch := watchEndpoints(b, r.cp.Client, "", "", func(_ watch.EventType, ep *v1.Endpoints, at time.Time) {
+		if !strings.HasPrefix(ep.Namespace, namespacePrefix) {
+			return
+		}
+		key := ep.Namespace + "/" + ep.Name
+		mu.Lock()
+		defer mu.Unlock()
+		if !passOver {
+			writes[key]++
+		}
+		if p, ok := waiting[key]; ok && !hasIP(ep, p.ip) {
+			latencies = append(latencies, at.Sub(p.deletedAt).Seconds())
+			delete(waiting, key)
+		}
+	})
+	defer stopWatch()
+
+	baseline, _ := r.queue()
+	apiserverBefore := r.apiserverRequests()
+	kcmBefore := r.kcmRequests()
+
+	// The resync queues every Service at once; half of them queued means it is under way.
+	var resyncAt time.Time
+	err := wait.PollImmediate(100*time.Millisecond, 2*period+time.Minute, func() (bool, error) {
+		adds, _ := r.queue()
+		return adds >= baseline+float64(n)/2, nil
+	})
+	if err != nil {
+		b.Fatalf("%s: no resync within %v of the startup pass", r.cfg, 2*period+time.Minute)
+	}
+	resyncAt = time.Now()
+
+	stopDeleting := make(chan struct{})
+	deleteErrs := make(chan error, 1)
+	var deleting sync.WaitGroup
+	deleting.Add(1)
+	defer func() {
+		close(stopDeleting)
+		deleting.Wait()
+	}()
+	go func() {
+		defer deleting.Done()
+		for k := 0; k < opts.Deletions; k++ {
+			s := r.services[k*stride+runIndex]
+			pod, ip := s.FirstPod()
+			key := s.Namespace + "/" + s.Name
+			mu.Lock()
+			deleted[key] = true
+			waiting[key] = pending{ip: ip, deletedAt: time.Now()}
+			mu.Unlock()
+			if err := r.cp.Client.CoreV1().Pods(s.Namespace).Delete(pod, &metav1.DeleteOptions{}); err != nil {
+				deleteErrs <- fmt.Errorf("deleting pod %s/%s: %v", s.Namespace, pod, err)
+				return
+			}
+			select {
+			case <-stopDeleting:
+				return
+			case <-time.After(opts.DeleteInterval):
+			}
+		}
+	}()
+
+	var m measurement
+	limit := 3*time.Minute + time.Duration(1.5*float64(n)/float64(r.cfg.QPS))*time.Second
+	err = wait.PollImmediate(250*time.Millisecond, limit, func() (bool, error) {
+		select {
+		case err := <-deleteErrs:
+			return false, err
+		default:
+		}
+		mu.Lock()
+		over := passOver
+		done := len(latencies) == opts.Deletions
+		mu.Unlock()
+		if !over {
+			if adds, depth := r.queue(); adds >= baseline+float64(n) && depth == 0 {
+				m.passSeconds = time.Since(resyncAt).Seconds()
+				mu.Lock()
+				passOver = true
+				mu.Unlock()
+			}
+		}
+		return over && done, nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if err != nil {
+		b.Fatalf("%s: after %v, resync pass over: %v, %d of %d deleted addresses still in Endpoints",
+			r.cfg, limit, passOver, len(waiting)+opts.Deletions-len(deleted), opts.Deletions)
+	}
+	m.windowSeconds = time.Since(resyncAt).Seconds()
+	for key, count := range writes {
+		if !deleted[key] {
+			m.resyncWrites += count
+		}
+	}
+	m.latencies = append([]float64(nil), latencies...)
+	sort.Float64s(m.latencies)
+	m.apiserverRequests = map[string]float64{}
+	for k, v := range r.apiserverRequests() {
+		if d := v - apiserverBefore[k]; d > 0 {
+			m.apiserverRequests[k] = d
+			m.apiserverTotal += d
+		}
+	}
+	m.kcmRequests = r.kcmRequests() - kcmBefore
+	return m
+}
+
+// apiserverRequests reads apiserver_request_total by "VERB resource[/subresource]".
+func (r *run) apiserverRequests() map[string]float64 {
+	families, err := harness.Scrape(r.cp.URL + "/metrics")
+	if err != nil {
+		r.b.Fatal(err)
+	}
+	counts := map[string]float64{}
+	family, ok := families["apiserver_request_total"]
+	if !ok {
+		r.b.Fatalf("%s/metrics has no apiserver_request_total", r.cp.URL)
+	}
+	for _, metric := range family.Metric {
+		labels := map[string]string{}
+		for _, l := range metric.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		key := labels["verb"] + " " + labels["resource"]
+		if labels["subresource"] != "" {
+			key += "/" + labels["subresource"]
+		}
+		counts[key] += metric.GetCounter().GetValue()
+	}
+	return counts
+}
+
+func (r *run) kcmRequests() float64 {
+	count, err := r.kcm.Metric("rest_client_requests_total", nil)
+	if err != nil {
+		r.b.Fatal(err)
+	}
+	return count
+}
+
+// watchEndpoints calls handle for every added or modified Endpoints in namespace ("" for all)
+// matching fieldSelector, from now on, watching again from the last version seen when the
+// apiserver ends a watch. The returned function stops it.
+func watchEndpoints(b testing.TB, client kubernetes.Interface, namespace, fieldSelector string, handle func(watch.EventType, *v1.Endpoints, time.Time)) func() {
+	endpoints := client.CoreV1().Endpoints(namespace)
+	list, err := endpoints.List(metav1.ListOptions{FieldSelector: fieldSelector, Limit: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rv := list.ResourceVersion
+		for {
+			w, err := endpoints.Watch(metav1.ListOptions{FieldSelector: fieldSelector, ResourceVersion: rv, AllowWatchBookmarks: true})
+			if err != nil {
+				b.Errorf("watching Endpoints from %s: %v", rv, err)
+				return
+			}
+			for open := true; open; {
+				select {
+				case <-stop:
+					w.Stop()
+					return
+				case event, ok := <-w.ResultChan():
+					if !ok {
+						open = false
+						break
+					}
+					ep, isEndpoints := event.Object.(*v1.Endpoints)
+					if !isEndpoints {
+						// Only an expired resource version gets here, which the bookmarks should
+						// prevent: go on from a fresh list and say that events were missed.
+						b.Logf("Endpoints watch (%s): %v event %v; resuming from a new list, events in between are not counted", fieldSelector, event.Type, event.Object)
+						w.Stop()
+						fresh, err := endpoints.List(metav1.ListOptions{FieldSelector: fieldSelector, Limit: 1})
+						if err != nil {
+							b.Errorf("listing Endpoints: %v", err)
+							return
+						}
+						rv, open = fresh.ResourceVersion, false
+						break
+					}
+					rv = ep.ResourceVersion
+					if event.Type == watch.Added || event.Type == watch.Modified {
+						handle(event.Type, ep, time.Now())
+					}
+				}
+			}
+		}
+	}()
+	return func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+		<-done
+	}
+}
+
+func hasIP(ep *v1.Endpoints, ip string) bool {
+	for _, s := range ep.Subsets {
+		for _, list := range [][]v1.EndpointAddress{s.Addresses, s.NotReadyAddresses} {
+			for _, a := range list {
+				if a.IP == ip {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// Percentile is the nearest-rank q-quantile of sorted values (q = 1 gives the maximum).
+func Percentile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	rank := int(math.Ceil(q*float64(len(sorted)))) - 1
+	if rank < 0 {
+		rank = 0
+	}
+	return sorted[rank]
+}
