@@ -19,8 +19,10 @@ import (
 
 // fixedIn is the first version of each module without the CVEs patches/SECURITY.md lists.
 var fixedIn = map[string]string{
-	"golang.org/x/net":  "v0.17.0",
-	"golang.org/x/text": "v0.13.0",
+	"golang.org/x/net":    "v0.35.0",
+	"golang.org/x/crypto": "v0.33.0",
+	"golang.org/x/sys":    "v0.30.0",
+	"golang.org/x/text":   "v0.22.0",
 }
 
 func linked(t *testing.T, binary string) map[string]string {
