@@ -43,9 +43,10 @@ type Result struct {
 	MinResyncPeriod string `json:"minResyncPeriod"`
 	// StartupPassSeconds is how long the measured process took to drain its first full sync.
 	StartupPassSeconds float64 `json:"startupPassSeconds"`
-	// ResyncWrites counts Endpoints writes from the resync's start until the endpoint queue
-	// drained, leaving out the Services whose pods the run deleted.
-	ResyncWrites int `json:"resyncWrites"`
+	// ResyncWrites counts Endpoints writes from the resync's start until the end of the window,
+	// leaving out the ResyncEligible = Services - Deletions Services whose pods the run kept.
+	ResyncWrites   int `json:"resyncWrites"`
+	ResyncEligible int `json:"resyncEligible"`
 	// ResyncPassSeconds is the time from the resync's start until the queue drained.
 	ResyncPassSeconds float64 `json:"resyncPassSeconds"`
 	// DeletionLatencies, sorted, in seconds: pod deleted -> its address gone from Endpoints.
@@ -63,6 +64,8 @@ type Result struct {
 	// it includes the benchmark's own deletions and watches.
 	APIServerRequests      map[string]float64 `json:"apiserverRequests"`
 	APIServerRequestsTotal float64            `json:"apiserverRequestsTotal"`
+	// APIServerCPUSeconds is the apiserver's CPU time in the window (its process_cpu_seconds_total).
+	APIServerCPUSeconds float64 `json:"apiserverCPUSeconds"`
 	// ControllerManagerRequests is the window's delta of the process's rest_client_requests_total.
 	ControllerManagerRequests float64 `json:"controllerManagerRequests"`
 	// LeaderElectionWritesPerMinute counts writes to the kube-system/kube-controller-manager
@@ -155,9 +158,11 @@ func Run(b testing.TB, cp *harness.ControlPlane, services []fixture.ServiceFixtu
 
 	m := r.measureResync(period, runIndex, stride, opts)
 	result.ResyncWrites, result.ResyncPassSeconds = m.resyncWrites, m.passSeconds
+	result.ResyncEligible = cfg.Services - opts.Deletions
 	result.DeletionLatencies, result.WindowSeconds = m.latencies, m.windowSeconds
 	result.APIServerRequests, result.APIServerRequestsTotal = m.apiserverRequests, m.apiserverTotal
 	result.ControllerManagerRequests = m.kcmRequests
+	result.APIServerCPUSeconds = m.apiserverCPU
 	result.P50, result.P99, result.Max = Percentile(m.latencies, 0.50), Percentile(m.latencies, 0.99), Percentile(m.latencies, 1)
 
 	usage, err := ReadProcessUsage(r.kcm.Pid())
@@ -274,6 +279,7 @@ type measurement struct {
 	windowSeconds     float64
 	apiserverRequests map[string]float64
 	apiserverTotal    float64
+	apiserverCPU      float64
 	kcmRequests       float64
 }
 
@@ -290,7 +296,6 @@ func (r *run) measureResync(period time.Duration, runIndex, stride int, opts Opt
 	n := r.cfg.Services
 	var (
 		mu        sync.Mutex
-		passOver  bool
 		writes    = map[string]int{}
 		deleted   = map[string]bool{}
 		waiting   = map[string]pending{}
@@ -303,9 +308,7 @@ func (r *run) measureResync(period time.Duration, runIndex, stride int, opts Opt
 		key := ep.Namespace + "/" + ep.Name
 		mu.Lock()
 		defer mu.Unlock()
-		if !passOver {
-			writes[key]++
-		}
+		writes[key]++
 		if p, ok := waiting[key]; ok && !hasIP(ep, p.ip) {
 			latencies = append(latencies, at.Sub(p.deletedAt).Seconds())
 			delete(waiting, key)
@@ -315,6 +318,7 @@ func (r *run) measureResync(period time.Duration, runIndex, stride int, opts Opt
 
 	baseline, _ := r.queue()
 	apiserverBefore := r.apiserverRequests()
+	apiserverCPUBefore := r.apiserverCPU()
 	kcmBefore := r.kcmRequests()
 
 	// The resync queues every Service at once; half of them queued means it is under way.
@@ -359,6 +363,7 @@ func (r *run) measureResync(period time.Duration, runIndex, stride int, opts Opt
 	}()
 
 	var m measurement
+	passOver := false
 	limit := 3*time.Minute + time.Duration(1.5*float64(n)/float64(r.cfg.QPS))*time.Second
 	err = wait.PollImmediate(250*time.Millisecond, limit, func() (bool, error) {
 		select {
@@ -367,18 +372,15 @@ func (r *run) measureResync(period time.Duration, runIndex, stride int, opts Opt
 		default:
 		}
 		mu.Lock()
-		over := passOver
 		done := len(latencies) == opts.Deletions
 		mu.Unlock()
-		if !over {
+		if !passOver {
 			if adds, depth := r.queue(); adds >= baseline+float64(n) && depth == 0 {
 				m.passSeconds = time.Since(resyncAt).Seconds()
-				mu.Lock()
 				passOver = true
-				mu.Unlock()
 			}
 		}
-		return over && done, nil
+		return passOver && done, nil
 	})
 	mu.Lock()
 	defer mu.Unlock()
@@ -387,6 +389,10 @@ func (r *run) measureResync(period time.Duration, runIndex, stride int, opts Opt
 			r.cfg, limit, passOver, len(waiting)+opts.Deletions-len(deleted), opts.Deletions)
 	}
 	m.windowSeconds = time.Since(resyncAt).Seconds()
+	// The pass is over when the queue is empty; its last writes reach the watch moments later.
+	mu.Unlock()
+	time.Sleep(2 * time.Second)
+	mu.Lock()
 	for key, count := range writes {
 		if !deleted[key] {
 			m.resyncWrites += count
@@ -402,6 +408,7 @@ func (r *run) measureResync(period time.Duration, runIndex, stride int, opts Opt
 		}
 	}
 	m.kcmRequests = r.kcmRequests() - kcmBefore
+	m.apiserverCPU = r.apiserverCPU() - apiserverCPUBefore
 	return m
 }
 
@@ -428,6 +435,14 @@ func (r *run) apiserverRequests() map[string]float64 {
 		counts[key] += metric.GetCounter().GetValue()
 	}
 	return counts
+}
+
+func (r *run) apiserverCPU() float64 {
+	seconds, err := harness.Metric(r.cp.URL+"/metrics", "process_cpu_seconds_total", nil)
+	if err != nil {
+		r.b.Fatal(err)
+	}
+	return seconds
 }
 
 func (r *run) kcmRequests() float64 {
