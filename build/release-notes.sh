@@ -23,6 +23,16 @@ kubeadm ${UPSTREAM_VERSION} control plane; kube-apiserver stays stock. Series co
 
 EOT
 
+# Every CVE the series fixes, for scanners and security reviews; patches/SECURITY.md says what
+# was considered and not patched.
+mapfile -t fixed_cves < <(series_patches | while read -r name; do
+  patch_field "${PATCHES_DIR}/${name}" CVE | tr ',' '\n'
+done | sed 's/^ *//; s/ *$//' | sed '/^$/d' | LC_ALL=C sort -u -t- -k2,2n -k3,3n)
+if [ ${#fixed_cves[@]} -gt 0 ]; then
+  printf 'CVEs fixed (%d): %s. CVEs considered and not patched, with the reasons: %s.\n\n' \
+    "${#fixed_cves[@]}" "$(printf '%s, ' "${fixed_cves[@]}" | sed 's/, $//')" "\`patches/SECURITY.md\`"
+fi
+
 for category in backport security fork build; do
   case "${category}" in
     backport) title="Fixes backported from upstream" ;;
