@@ -346,3 +346,28 @@ func TestProcessStartedSince(t *testing.T) {
 		t.Errorf("missing process: %v", err)
 	}
 }
+
+// TestClientRateProfileGoesOnlyIntoTheControllerManager checks that the kcm-client-rate profile
+// sets both limits on kube-controller-manager and is refused, with nothing written, for
+// kube-scheduler, whose own defaults (50/100) are already what the profile gives.
+func TestClientRateProfileGoesOnlyIntoTheControllerManager(t *testing.T) {
+	dir := kubeadmManifests(t)
+	change := Change{Image: newImage, Flags: Profiles["kcm-client-rate"], OnlyFor: ProfileOnlyFor["kcm-client-rate"]}
+	_, after, _, err := Plan(filepath.Join(dir, "kube-controller-manager.yaml"), change)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"- --kube-api-qps=50", "- --kube-api-burst=100"} {
+		if !strings.Contains(string(after), want) {
+			t.Errorf("kube-controller-manager manifest lacks %q after the profile", want)
+		}
+	}
+	scheduler := filepath.Join(dir, "kube-scheduler.yaml")
+	original := read(t, scheduler)
+	if _, _, _, err := Plan(scheduler, change); err == nil || !strings.Contains(err.Error(), "for container kube-controller-manager") {
+		t.Errorf("kube-scheduler manifest with the kcm profile: error %v, want it refused", err)
+	}
+	if string(read(t, scheduler)) != string(original) {
+		t.Error("the refused plan changed the kube-scheduler manifest")
+	}
+}

@@ -21,6 +21,8 @@ type Change struct {
 	// Flags are set on the container's command, "--name" -> "value", replacing an existing
 	// value or appended in the given order.
 	Flags []Flag
+	// OnlyFor, if set, is the one container name these flags are meant for (a profile's).
+	OnlyFor string
 }
 
 // Flag is a command-line flag of the component.
@@ -31,6 +33,27 @@ var Profiles = map[string][]Flag{
 	// The patched build defaults to leases; saying it in the manifest keeps a later rollback of
 	// the image from silently changing the lock type back.
 	"leases": {{Name: "--leader-elect-resource-lock", Value: "leases"}},
+	// kube-controller-manager's client rate limit: each controller's client may send 50
+	// requests a second, bursts of 100. Why these numbers, measured with `make bench`
+	// (docs/benchmarks.md, "Client rate limits"):
+	//  - With patch 0004 a full resync writes no Endpoints, so the incidents' 100/120 and
+	//    300/325, which only shortened the drain of a useless rewrite of every Endpoints, buy
+	//    nothing; on this build the default 20/30 already shows no queueing during a resync.
+	//  - What is left for the limit to pace is real change in bulk: a rack of nodes failing
+	//    turns thousands of pods NotReady, each an Endpoints write that must land before traffic
+	//    stops going to dead pods. At 50/s, 2,000 such writes take 40 s instead of 100 s at 20/s.
+	//  - Each Endpoints write costs the apiserver CPU (measured: see the page) and is sent to
+	//    every Endpoints watcher, kube-proxy on every node included. 50/s bounds that at half of
+	//    the incidents' 100/s and a sixth of 300/s, which on 1,000 nodes would be 300,000 watch
+	//    events a second.
+	//  - Burst 100, twice the rate like kube-scheduler's own default (50/100), absorbs a short
+	//    spike without waiting.
+	"kcm-client-rate": {{Name: "--kube-api-qps", Value: "50"}, {Name: "--kube-api-burst", Value: "100"}},
+}
+
+// ProfileOnlyFor names the container a profile is meant for, when it is not meant for all.
+var ProfileOnlyFor = map[string]string{
+	"kcm-client-rate": "kube-controller-manager",
 }
 
 // Parse reads a static-pod manifest. Anything but a v1 Pod is an error.
@@ -100,6 +123,9 @@ func Apply(data []byte, change Change) ([]byte, error) {
 	c, err := container(pod, change.Container)
 	if err != nil {
 		return nil, err
+	}
+	if change.OnlyFor != "" && c.Name != change.OnlyFor {
+		return nil, fmt.Errorf("these flags are for container %s, the manifest's is %s", change.OnlyFor, c.Name)
 	}
 	if err := checkLockMigration(c.Command, change.Flags); err != nil {
 		return nil, err

@@ -1,6 +1,6 @@
 // Command cpswap swaps the image (and flags) of a kubeadm static-pod manifest safely.
 //
-//	cpswap plan     --manifest FILE --image IMAGE [--profile leases] [--flag --name=value]...
+//	cpswap plan     --manifest FILE --image IMAGE [--profile leases[,kcm-client-rate]] [--flag --name=value]...
 //	cpswap apply    --manifest FILE --image IMAGE --backup-dir DIR --kubeconfig FILE [--timeout 3m] ...
 //	cpswap rollback --manifest FILE --backup-dir DIR
 package main
@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -44,12 +45,21 @@ func main() {
 	}
 }
 
+func profileNames() []string {
+	names := make([]string, 0, len(cpswap.Profiles))
+	for name := range cpswap.Profiles {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
 func run(command string, args []string) error {
 	fs := flag.NewFlagSet(command, flag.ContinueOnError)
 	manifest := fs.String("manifest", "", "static-pod manifest, e.g. /etc/kubernetes/manifests/kube-controller-manager.yaml")
 	image := fs.String("image", "", "new image of the container")
 	containerName := fs.String("container", "", "container to change (default: the only one)")
-	profile := fs.String("profile", "", "named flag profile: leases")
+	profile := fs.String("profile", "", "named flag profiles, comma-separated: "+strings.Join(profileNames(), ", "))
 	backupDir := fs.String("backup-dir", "/var/lib/cpswap/backups", "where backups go: outside the manifests directory, on the same filesystem")
 	kubeconfig := fs.String("kubeconfig", "/etc/kubernetes/admin.conf", "kubeconfig to read the leader Lease with")
 	healthURL := fs.String("health-url", "", "health endpoint to verify (default: from the container's liveness probe)")
@@ -65,12 +75,21 @@ func run(command string, args []string) error {
 		return fmt.Errorf("--manifest is required")
 	}
 	change := cpswap.Change{Container: *containerName, Image: *image}
-	if *profile != "" {
-		p, ok := cpswap.Profiles[*profile]
+	for _, name := range strings.Split(*profile, ",") {
+		if name == "" {
+			continue
+		}
+		p, ok := cpswap.Profiles[name]
 		if !ok {
-			return fmt.Errorf("unknown profile %q", *profile)
+			return fmt.Errorf("unknown profile %q (known: %s)", name, strings.Join(profileNames(), ", "))
 		}
 		change.Flags = append(change.Flags, p...)
+		if only := cpswap.ProfileOnlyFor[name]; only != "" {
+			if change.OnlyFor != "" && change.OnlyFor != only {
+				return fmt.Errorf("profiles for %s and %s cannot go into one manifest", change.OnlyFor, only)
+			}
+			change.OnlyFor = only
+		}
 	}
 	change.Flags = append(change.Flags, flags...)
 	swapper := &cpswap.Swapper{BackupDir: *backupDir}
