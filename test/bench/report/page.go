@@ -31,6 +31,12 @@ type Target struct {
 	Met            bool
 }
 
+// APIServerLoad is what a run's Endpoints writes cost the apiserver, for the client rate limit section.
+type APIServerLoad struct {
+	Row
+	PutsPerSecond, APIServerCores, CPUMillisPerPut float64
+}
+
 type page struct {
 	Env      bench.Environment
 	Command  string
@@ -38,6 +44,10 @@ type page struct {
 	Rows     []Row
 	Headline string
 	Targets  []Target
+	// Loads are the stock runs, which write Endpoints as fast as their limit allows.
+	Loads []APIServerLoad
+	// MaxCPUMillisPerPut is the highest apiserver CPU cost of an Endpoints PUT among Loads.
+	MaxCPUMillisPerPut float64
 }
 
 // WritePage writes the Markdown page; chart is linked relative to it.
@@ -61,6 +71,15 @@ func WritePage(path, chart, command string, env bench.Environment, results []ben
 		row.EndpointsPuts = r.APIServerRequests["PUT endpoints"]
 		data.Rows = append(data.Rows, row)
 		if r.Variant == "stock" {
+			if row.EndpointsPuts > 0 && r.WindowSeconds > 0 {
+				load := APIServerLoad{Row: row,
+					PutsPerSecond:   row.EndpointsPuts / r.WindowSeconds,
+					APIServerCores:  r.APIServerCPUSeconds / r.WindowSeconds,
+					CPUMillisPerPut: 1000 * r.APIServerCPUSeconds / row.EndpointsPuts,
+				}
+				data.Loads = append(data.Loads, load)
+				data.MaxCPUMillisPerPut = math.Max(data.MaxCPUMillisPerPut, load.CPUMillisPerPut)
+			}
 			continue
 		}
 		data.Targets = append(data.Targets, Target{
@@ -100,6 +119,8 @@ func WritePage(path, chart, command string, env bench.Environment, results []ben
 		},
 		"f0":    func(f float64) string { return fmt.Sprintf("%.0f", f) },
 		"f1":    func(f float64) string { return fmt.Sprintf("%.1f", f) },
+		"f2":    func(f float64) string { return fmt.Sprintf("%.2f", f) },
+		"mul":   func(a, b float64) float64 { return a * b },
 		"check": func(ok bool) string { return map[bool]string{true: "met", false: "**missed**"}[ok] },
 	}).Parse(pageTemplate)
 	if err != nil {
