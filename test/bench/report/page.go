@@ -117,10 +117,14 @@ func WritePage(path, chart, command string, env bench.Environment, results []ben
 			}
 			return fmt.Sprintf("%+.1f%%", 100*f)
 		},
-		"f0":    func(f float64) string { return fmt.Sprintf("%.0f", f) },
-		"f1":    func(f float64) string { return fmt.Sprintf("%.1f", f) },
-		"f2":    func(f float64) string { return fmt.Sprintf("%.2f", f) },
-		"mul":   func(a, b float64) float64 { return a * b },
+		"f0":  func(f float64) string { return fmt.Sprintf("%.0f", f) },
+		"f1":  func(f float64) string { return fmt.Sprintf("%.1f", f) },
+		"f2":  func(f float64) string { return fmt.Sprintf("%.2f", f) },
+		"mul": func(a, b float64) float64 { return a * b },
+		"div": func(a, b float64) float64 { return a / b },
+		"percent0": func(f float64) string {
+			return fmt.Sprintf("%.0f%%", 100*f)
+		},
 		"check": func(ok bool) string { return map[bool]string{true: "met", false: "**missed**"}[ok] },
 	}).Parse(pageTemplate)
 	if err != nil {
