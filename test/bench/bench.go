@@ -4,9 +4,13 @@
 package bench
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -39,6 +43,8 @@ func (c Config) String() string {
 // Result is what one run measured.
 type Result struct {
 	Config
+	// BinarySHA256 identifies the kube-controller-manager binary measured.
+	BinarySHA256 string `json:"binarySHA256"`
 	// MinResyncPeriod is the --min-resync-period the measured process ran with.
 	MinResyncPeriod string `json:"minResyncPeriod"`
 	// StartupPassSeconds is how long the measured process took to drain its first full sync.
@@ -137,7 +143,7 @@ func Run(b testing.TB, cp *harness.ControlPlane, services []fixture.ServiceFixtu
 		b.Fatalf("run %d: %d Services leave room for %d runs of %d deletions", runIndex, len(services), stride, opts.Deletions)
 	}
 	r := &run{b: b, cp: cp, cfg: cfg, services: services}
-	result := Result{Config: cfg}
+	result := Result{Config: cfg, BinarySHA256: fileSHA256(b, harness.Binary(b, cfg.Variant, "kube-controller-manager"))}
 	logDir := harness.LogDir(b)
 
 	leaderWrites := r.countLeaderElectionWrites()
@@ -513,6 +519,19 @@ func watchEndpoints(b testing.TB, client kubernetes.Interface, namespace, fieldS
 		}
 		<-done
 	}
+}
+
+func fileSHA256(b testing.TB, path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		b.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 func hasIP(ep *v1.Endpoints, ip string) bool {

@@ -46,6 +46,8 @@ type page struct {
 	Targets  []Target
 	// Loads are the stock runs, which write Endpoints as fast as their limit allows.
 	Loads []APIServerLoad
+	// Binaries lists "variant: sha256" of the binaries the runs measured.
+	Binaries []string
 	// MaxCPUMillisPerPut is the highest apiserver CPU cost of an Endpoints PUT among Loads.
 	MaxCPUMillisPerPut float64
 }
@@ -61,6 +63,13 @@ func WritePage(path, chart, command string, env bench.Environment, results []ben
 	for _, r := range results {
 		if r.Variant == "stock" {
 			stock[[2]int{r.Services, r.QPS}] = r
+		}
+	}
+	seen := map[string]bool{}
+	for _, r := range results {
+		if b := fmt.Sprintf("%s `%.12s`", r.Variant, r.BinarySHA256); r.BinarySHA256 != "" && !seen[b] {
+			seen[b] = true
+			data.Binaries = append(data.Binaries, b)
 		}
 	}
 	for _, r := range results {
