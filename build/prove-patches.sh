@@ -23,7 +23,9 @@ expect_failure() {
   elif ! grep -q -- "--- FAIL: ${test_name}" "${log_file}"; then
     failed+=("${name}: ${test_name} did not run to a test failure without the patch (see ${log_file})")
   else
-    log "${name}: proved: $(grep -m1 -E '^\s+[a-z0-9_]+\.go:[0-9]+: ' "${log_file}" | sed 's/^[[:space:]]*//' | cut -c1-200)"
+    # The failure's own message ("... want ..."), else the test's first log line.
+    reason=$(grep -m1 -E '^\s+[a-z0-9_]+\.go:[0-9]+: .*want' "${log_file}" || grep -m1 -E '^\s+[a-z0-9_]+\.go:[0-9]+: ' "${log_file}" || true)
+    log "${name}: proved: $(echo "${reason}" | sed 's/^[[:space:]]*//' | cut -c1-200)"
     proved=$((proved + 1))
   fi
 }

@@ -16,6 +16,6 @@ fi
 
 log "this repository's unit tests"
 cd "${REPO_ROOT}"
-go test -count=1 ./build/...
+go test -count=1 ./build/... ./test/bench/...
 # The image builder is its own module (go-containerregistry needs newer libraries than envtest).
 (cd build/image && go test -count=1 ./...)
