@@ -315,7 +315,7 @@ func (r *run) measureResync(period time.Duration, runIndex, stride int, opts Opt
 		mu.Lock()
 		defer mu.Unlock()
 		writes[key]++
-		if p, ok := waiting[key]; ok && !hasIP(ep, p.ip) {
+		if p, ok := waiting[key]; ok && !fixture.HasIP(ep, p.ip) {
 			latencies = append(latencies, at.Sub(p.deletedAt).Seconds())
 			delete(waiting, key)
 		}
@@ -532,19 +532,6 @@ func fileSHA256(b testing.TB, path string) string {
 		b.Fatal(err)
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-func hasIP(ep *v1.Endpoints, ip string) bool {
-	for _, s := range ep.Subsets {
-		for _, list := range [][]v1.EndpointAddress{s.Addresses, s.NotReadyAddresses} {
-			for _, a := range list {
-				if a.IP == ip {
-					return true
-				}
-			}
-		}
-	}
-	return false
 }
 
 // Percentile is the nearest-rank q-quantile of sorted values (q = 1 gives the maximum).

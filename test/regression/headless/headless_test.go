@@ -259,24 +259,11 @@ func (c *cluster) deletePodAndWait(t *testing.T, service, pod, ip string) time.D
 	for {
 		select {
 		case event := <-w.ResultChan():
-			if ep, ok := event.Object.(*v1.Endpoints); ok && !hasIP(ep, ip) {
+			if ep, ok := event.Object.(*v1.Endpoints); ok && !fixture.HasIP(ep, ip) {
 				return time.Since(start)
 			}
 		case <-timeout:
 			t.Fatalf("address %s of deleted pod %s still in Endpoints %s after 30s", ip, pod, service)
 		}
 	}
-}
-
-func hasIP(ep *v1.Endpoints, ip string) bool {
-	for _, s := range ep.Subsets {
-		for _, list := range [][]v1.EndpointAddress{s.Addresses, s.NotReadyAddresses} {
-			for _, a := range list {
-				if a.IP == ip {
-					return true
-				}
-			}
-		}
-	}
-	return false
 }
