@@ -146,9 +146,8 @@ func Run(b testing.TB, cp *harness.ControlPlane, services []fixture.ServiceFixtu
 	result := Result{Config: cfg, BinarySHA256: fileSHA256(b, harness.Binary(b, cfg.Variant, "kube-controller-manager"))}
 	logDir := harness.LogDir(b)
 
-	leaderWrites := r.countLeaderElectionWrites()
+	r.leaderWrites = r.countLeaderElectionWrites()
 	period := startupProbe
-	r.leaderWrites = leaderWrites
 	r.start(logDir, period)
 	drained := r.waitStartupPass(10 * time.Second)
 	if !drained {
@@ -176,7 +175,7 @@ func Run(b testing.TB, cp *harness.ControlPlane, services []fixture.ServiceFixtu
 		b.Fatal(err)
 	}
 	result.PeakRSSBytes, result.CPUSeconds = usage.PeakRSSBytes, usage.CPUSeconds
-	result.LeaderElectionWritesPerMinute = float64(leaderWrites()-r.leaderWritesAtStart) / time.Since(r.started).Minutes()
+	result.LeaderElectionWritesPerMinute = float64(r.leaderWrites()-r.leaderWritesAtStart) / time.Since(r.started).Minutes()
 	r.kcm.Kill()
 	return result
 }
@@ -213,7 +212,7 @@ func (r *run) deleteLocks() {
 func (r *run) countLeaderElectionWrites() func() int {
 	var mu sync.Mutex
 	writes := 0
-	stop := watchEndpoints(r.b, r.cp.Client, lockNamespace, "metadata.name="+lockName, func(watch.EventType, *v1.Endpoints, time.Time) {
+	stop := watchEndpoints(r.b, r.cp.Client, lockNamespace, "metadata.name="+lockName, func(*v1.Endpoints, time.Time) {
 		mu.Lock()
 		writes++
 		mu.Unlock()
@@ -307,7 +306,7 @@ func (r *run) measureResync(period time.Duration, runIndex, stride int, opts Opt
 		waiting   = map[string]pending{}
 		latencies []float64
 	)
-	stopWatch := watchEndpoints(b, r.cp.Client, "", "", func(_ watch.EventType, ep *v1.Endpoints, at time.Time) {
+	stopWatch := watchEndpoints(b, r.cp.Client, "", "", func(ep *v1.Endpoints, at time.Time) {
 		if !strings.HasPrefix(ep.Namespace, namespacePrefix) {
 			return
 		}
@@ -462,7 +461,7 @@ func (r *run) kcmRequests() float64 {
 // watchEndpoints calls handle for every added or modified Endpoints in namespace ("" for all)
 // matching fieldSelector, from now on, watching again from the last version seen when the
 // apiserver ends a watch. The returned function stops it.
-func watchEndpoints(b testing.TB, client kubernetes.Interface, namespace, fieldSelector string, handle func(watch.EventType, *v1.Endpoints, time.Time)) func() {
+func watchEndpoints(b testing.TB, client kubernetes.Interface, namespace, fieldSelector string, handle func(*v1.Endpoints, time.Time)) func() {
 	endpoints := client.CoreV1().Endpoints(namespace)
 	list, err := endpoints.List(metav1.ListOptions{FieldSelector: fieldSelector, Limit: 1})
 	if err != nil {
@@ -505,7 +504,7 @@ func watchEndpoints(b testing.TB, client kubernetes.Interface, namespace, fieldS
 					}
 					rv = ep.ResourceVersion
 					if event.Type == watch.Added || event.Type == watch.Modified {
-						handle(event.Type, ep, time.Now())
+						handle(ep, time.Now())
 					}
 				}
 			}
