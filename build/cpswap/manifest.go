@@ -1,14 +1,18 @@
 // Package cpswap changes the image (and optionally flags) of a kubeadm static-pod manifest
-// safely: parsed with k8s.io/api types, backed up outside the manifests directory, written
-// atomically, verified, and rolled back on failure.
+// safely: edited in place (the operator's comments and formatting stay), checked as a k8s.io/api
+// Pod, backed up outside the manifests directory, written atomically, verified, and rolled back
+// on failure; one apply at a time per manifest, with a journal and a history beside the backups.
 package cpswap
 
 import (
+	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/yaml"
 )
 
@@ -18,43 +22,25 @@ type Change struct {
 	Container string
 	// Image replaces the container's image; empty keeps it.
 	Image string
-	// Flags are set on the container's command, "--name" -> "value", replacing an existing
-	// value or appended in the given order.
-	Flags []Flag
-	// OnlyFor, if set, is the one container name these flags are meant for (a profile's).
-	OnlyFor string
+	// Profiles and then Flags are set on the container's command line; a later value of the
+	// same flag wins.
+	Profiles []Profile
+	Flags    []Flag
 }
 
-// Flag is a command-line flag of the component.
-type Flag struct{ Name, Value string }
-
-// Profiles are named sets of flags an operator can ask for.
-var Profiles = map[string][]Flag{
-	// The patched build defaults to leases; saying it in the manifest keeps a later rollback of
-	// the image from silently changing the lock type back.
-	"leases": {{Name: "--leader-elect-resource-lock", Value: "leases"}},
-	// kube-controller-manager's client rate limit: each controller's client may send 50
-	// requests a second, bursts of 100. Why these numbers, measured with `make bench`
-	// (docs/benchmarks.md, "Client rate limits"):
-	//  - With patch 0004 a full resync writes no Endpoints, so the incidents' 100/120 and
-	//    300/325, which only shortened the drain of a useless rewrite of every Endpoints, buy
-	//    nothing; on this build the default 20/30 already shows no queueing during a resync.
-	//  - What is left for the limit to pace is real change in bulk: a rack of nodes failing
-	//    turns thousands of pods NotReady, each an Endpoints write that must land before traffic
-	//    stops going to dead pods. At 50/s, 2,000 such writes take 40 s instead of 100 s at 20/s.
-	//  - Each Endpoints write costs the apiserver CPU (measured: see the page) and is sent to
-	//    every Endpoints watcher, kube-proxy on every node included. 50/s bounds that at half of
-	//    the incidents' 100/s and a sixth of 300/s, which on 1,000 nodes would be 300,000 watch
-	//    events a second.
-	//  - Burst 100, twice the rate like kube-scheduler's own default (50/100), absorbs a short
-	//    spike without waiting.
-	"kcm-client-rate": {{Name: "--kube-api-qps", Value: "50"}, {Name: "--kube-api-burst", Value: "100"}},
+// Edited is a manifest with a change made.
+type Edited struct {
+	Before, After []byte
+	// Component is what the container runs (command[0], else the container's name).
+	Component string
+	Container string
+	Image     ImageRef // the new image when the change sets one
+	// Notes tell the operator about choices made (a higher limit kept, ...).
+	Notes []string
 }
 
-// ProfileOnlyFor names the container a profile is meant for, when it is not meant for all.
-var ProfileOnlyFor = map[string]string{
-	"kcm-client-rate": "kube-controller-manager",
-}
+// Unchanged reports a change that leaves the manifest byte for byte as it is.
+func (e *Edited) Unchanged() bool { return bytes.Equal(e.Before, e.After) }
 
 // Parse reads a static-pod manifest. Anything but a v1 Pod is an error.
 func Parse(data []byte) (*v1.Pod, error) {
@@ -92,30 +78,18 @@ func container(pod *v1.Pod, name string) (*v1.Container, error) {
 	return nil, fmt.Errorf("no container %q in the Pod", name)
 }
 
-// FlagValue returns a flag's value in a command and whether it is set.
-func FlagValue(command []string, name string) (string, bool) {
-	for _, arg := range command {
-		if v, ok := strings.CutPrefix(arg, name+"="); ok {
-			return v, true
-		}
+// componentOf names what a container runs.
+func componentOf(c *v1.Container) string {
+	if cl := parseCommandLine(c); cl.binary != "" {
+		return cl.binary
 	}
-	return "", false
+	return c.Name
 }
 
-func setFlag(command []string, f Flag) []string {
-	for i, arg := range command {
-		if arg == f.Name || strings.HasPrefix(arg, f.Name+"=") {
-			command[i] = f.Name + "=" + f.Value
-			return command
-		}
-	}
-	return append(command, f.Name+"="+f.Value)
-}
-
-// Apply returns the manifest with the change made. Only the container's image and command
-// change; everything else is re-encoded from the parsed Pod, which for manifests kubeadm wrote
-// gives back the same bytes.
-func Apply(data []byte, change Change) ([]byte, error) {
+// Edit returns the manifest with the change made, or why it cannot be made. Only the lines of the
+// container's image and of the flags the change sets are touched, and the result must parse as
+// exactly the Pod the change asks for.
+func Edit(data []byte, change Change) (*Edited, error) {
 	pod, err := Parse(data)
 	if err != nil {
 		return nil, err
@@ -124,38 +98,109 @@ func Apply(data []byte, change Change) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if change.OnlyFor != "" && c.Name != change.OnlyFor {
-		return nil, fmt.Errorf("these flags are for container %s, the manifest's is %s", change.OnlyFor, c.Name)
+	out := &Edited{Before: data, Container: c.Name, Component: componentOf(c)}
+	before := parseCommandLine(c)
+	switch before.binary {
+	case "sh", "bash", "dash", "ash", "busybox", "env":
+		return nil, fmt.Errorf("container %s starts %s: cpswap cannot see the component's flags through a shell", c.Name, before.binary)
 	}
-	if err := checkLockMigration(c.Command, change.Flags); err != nil {
+	flags, notes, err := resolveFlags(out.Component, before, change)
+	if err != nil {
 		return nil, err
 	}
+	out.Notes = notes
+	var edits []edit
+	for _, f := range flags {
+		edits = append(edits, before.setFlag(f.Name, f.Value)...)
+	}
+	expected := pod.DeepCopy()
+	ec, _ := container(expected, c.Name)
+	image := ""
 	if change.Image != "" {
-		c.Image = change.Image
+		if out.Image, err = ParseImage(change.Image, out.Component); err != nil {
+			return nil, err
+		}
+		if change.Image != c.Image {
+			image = change.Image
+			ec.Image = image
+		}
 	}
-	for _, f := range change.Flags {
-		c.Command = setFlag(c.Command, f)
+	if err := applyEdits(ec, edits); err != nil {
+		return nil, err
 	}
-	return yaml.Marshal(pod)
+	after := parseCommandLine(ec)
+	electionNotes, err := checkLeaderElection(before, after)
+	if err != nil {
+		return nil, err
+	}
+	out.Notes = append(out.Notes, electionNotes...)
+	if image == "" && len(edits) == 0 {
+		out.After = data
+		return out, nil
+	}
+	if out.After, err = editBytes(data, c.Name, image, edits); err != nil {
+		return nil, fmt.Errorf("cannot edit the manifest in place: %v", err)
+	}
+	got, err := Parse(out.After)
+	if err != nil || !equality.Semantic.DeepEqual(got, expected) {
+		return nil, fmt.Errorf("internal error: the edited manifest does not read back as the intended Pod (%v); nothing changed", err)
+	}
+	return out, nil
 }
 
-// checkLockMigration refuses to move a component to the leases lock from a lock that shares no
-// object with it: an old and a new instance would each find the lock free and both lead.
-func checkLockMigration(command []string, flags []Flag) error {
-	current, set := FlagValue(command, "--leader-elect-resource-lock")
-	if !set {
-		return nil // the 1.17 default, endpointsleases: shares the Lease
+// resolveFlags merges profiles and flags (the last value of a name wins), applies floors, and
+// refuses flags meant for another component or ignored by it.
+func resolveFlags(component string, before commandLine, change Change) ([]Flag, []string, error) {
+	var all []Flag
+	for _, p := range change.Profiles {
+		if p.OnlyFor != "" && p.OnlyFor != component {
+			return nil, nil, fmt.Errorf("profile %s is for %s, this manifest runs %s", p.Name, p.OnlyFor, component)
+		}
+		all = append(all, p.Flags...)
 	}
-	for _, f := range flags {
-		if f.Name != "--leader-elect-resource-lock" || f.Value != "leases" {
+	all = append(all, change.Flags...)
+	var flags []Flag
+	index := map[string]int{}
+	for _, f := range all {
+		if i, ok := index[f.Name]; ok {
+			flags[i] = f
 			continue
 		}
-		switch current {
-		case "endpoints", "configmaps":
-			return fmt.Errorf("refusing to move --leader-elect-resource-lock from %s to leases: the two share no lock object, so old and new instances could both lead. Roll out --leader-elect-resource-lock=%sleases on every master first", current, current)
+		index[f.Name] = len(flags)
+		flags = append(flags, f)
+	}
+	var notes []string
+	for i, f := range flags {
+		if strings.HasPrefix(f.Name, "--leader-elect") && component == "kube-scheduler" {
+			if config, ok := before.Value("--config"); ok {
+				return nil, nil, fmt.Errorf("kube-scheduler runs with --config %s: in 1.17 it ignores the %s flag then; set leaderElection in that file instead", config, f.Name)
+			}
+		}
+		if !f.AtLeast {
+			continue
+		}
+		current, ok := before.Value(f.Name)
+		if !ok {
+			continue
+		}
+		have, err1 := strconv.ParseFloat(current, 64)
+		want, err2 := strconv.ParseFloat(f.Value, 64)
+		if err1 == nil && err2 == nil && have > want {
+			notes = append(notes, fmt.Sprintf("%s=%s kept: it is already above the profile's %s", f.Name, current, f.Value))
+			flags[i].Value = current
 		}
 	}
-	return nil
+	return flags, notes, nil
+}
+
+// FlagValue returns the effective value of a flag of the named container (its last
+// occurrence on command and args), as the component reads it.
+func FlagValue(pod *v1.Pod, containerName, name string) (string, bool) {
+	c, err := container(pod, containerName)
+	if err != nil {
+		return "", false
+	}
+	return parseCommandLine(c).Value(name)
 }
 
 // Diff is a unified diff of two manifests.
@@ -166,5 +211,3 @@ func Diff(path string, before, after []byte) string {
 	})
 	return diff
 }
-
-var yamlMarshal = yaml.Marshal

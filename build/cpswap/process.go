@@ -3,106 +3,99 @@ package cpswap
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
+	"sort"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
-// clockTicks is USER_HZ, the unit of a process's start time in /proc/<pid>/stat (100 on Linux).
-const clockTicks = 100
+// A process is known by its PID and its start time in clock ticks since boot (field 22 of
+// /proc/<pid>/stat): a PID can be reused, the pair cannot. cpswap tells a restarted component from
+// the old one by comparing these pairs with the ones that ran before the manifest changed, all in
+// the kernel's own clock: converting start times to wall-clock time goes through /proc/stat's
+// btime, which an NTP step, a VM pause or a live migration moves away from time.Now().
 
-// ProcessStartedSince waits until a process named comm (as /proc/<pid>/comm shows it) started at
-// or after since: proof that the kubelet restarted the static pod from the new manifest, since the
-// old process keeps answering health checks until the kubelet replaces it.
-func ProcessStartedSince(comm string, since time.Time, interval time.Duration) Verifier {
-	return func(ctx context.Context) error {
-		for {
-			started, err := newestStart(comm)
-			if err == nil && !started.Before(since.Truncate(time.Second)) {
-				return nil
-			}
-			select {
-			case <-ctx.Done():
-				if err != nil {
-					return fmt.Errorf("timed out waiting for a new %s process: %v", comm, err)
-				}
-				return fmt.Errorf("timed out waiting for a new %s process: the newest started %s, before the manifest changed", comm, started.Format(time.RFC3339))
-			case <-time.After(interval):
-			}
-		}
-	}
+// Process is one process of a component.
+type Process struct {
+	PID       int
+	StartTick uint64
 }
 
-func bootTime() (time.Time, error) {
-	data, err := os.ReadFile("/proc/stat")
+// Processes reads the processes named comm from a proc filesystem.
+type Processes struct {
+	FS procfs.FS
+}
+
+// HostProcesses reads /proc.
+func HostProcesses() (Processes, error) {
+	fs, err := procfs.NewFS(procfs.DefaultMountPoint)
+	return Processes{FS: fs}, err
+}
+
+// Named lists the running processes whose comm is comm (the kernel keeps 15 characters).
+func (p Processes) Named(comm string) ([]Process, error) {
+	procs, err := p.FS.AllProcs()
 	if err != nil {
-		return time.Time{}, err
+		return nil, err
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "btime "); ok {
-			secs, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			return time.Unix(secs, 0), err
-		}
-	}
-	return time.Time{}, fmt.Errorf("no btime in /proc/stat")
-}
-
-// newestStart returns the start time of the newest process named comm.
-func newestStart(comm string) (time.Time, error) {
-	boot, err := bootTime()
-	if err != nil {
-		return time.Time{}, err
-	}
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	var newest time.Time
-	for _, path := range stats {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			continue // the process ended
-		}
-		// pid (comm) state ... field 22 is starttime; comm may contain spaces and parentheses.
-		s := string(data)
-		lparen, rparen := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if lparen < 0 || rparen < lparen || s[lparen+1:rparen] != truncateComm(comm) {
-			continue
-		}
-		fields := strings.Fields(s[rparen+1:])
-		if len(fields) < 20 {
-			continue
-		}
-		ticks, err := strconv.ParseInt(fields[19], 10, 64)
-		if err != nil {
-			continue
-		}
-		started := boot.Add(time.Duration(ticks) * time.Second / clockTicks)
-		if started.After(newest) {
-			newest = started
-		}
-	}
-	if newest.IsZero() {
-		return newest, fmt.Errorf("no %s process running", comm)
-	}
-	return newest, nil
-}
-
-// truncateComm mirrors the kernel's 15-character limit on a process's comm.
-func truncateComm(comm string) string {
 	if len(comm) > 15 {
-		return comm[:15]
+		comm = comm[:15]
 	}
-	return comm
+	var out []Process
+	for _, proc := range procs {
+		stat, err := proc.Stat()
+		if err != nil || stat.Comm != comm {
+			continue // the process ended, or another one
+		}
+		out = append(out, Process{PID: stat.PID, StartTick: stat.Starttime})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].StartTick < out[j].StartTick })
+	return out, nil
 }
 
-// All runs verifiers in order; each gets what is left of ctx.
-func All(verifiers ...Verifier) Verifier {
-	return func(ctx context.Context) error {
-		for _, v := range verifiers {
-			if err := v(ctx); err != nil {
-				return err
+// Alive reports whether the process still runs (same PID, same start).
+func (p Processes) Alive(proc Process) bool {
+	pr, err := p.FS.Proc(proc.PID)
+	if err != nil {
+		return false
+	}
+	stat, err := pr.Stat()
+	return err == nil && stat.Starttime == proc.StartTick
+}
+
+// StartedAt converts a start tick to wall-clock time through btime, for display only.
+func (p Processes) StartedAt(proc Process) (time.Time, error) {
+	stat, err := p.FS.Stat()
+	if err != nil {
+		return time.Time{}, err
+	}
+	const userHZ = 100 // USER_HZ, the unit of /proc/<pid>/stat's start time on Linux
+	return time.Unix(int64(stat.BootTime), 0).Add(time.Duration(proc.StartTick) * time.Second / userHZ), nil
+}
+
+// WaitForNew waits until a process named comm runs that is not among before, and returns it.
+func (p Processes) WaitForNew(ctx context.Context, comm string, before []Process, interval time.Duration) (Process, error) {
+	old := map[Process]bool{}
+	for _, proc := range before {
+		old[proc] = true
+	}
+	for {
+		now, err := p.Named(comm)
+		for i := len(now) - 1; i >= 0 && err == nil; i-- {
+			if !old[now[i]] {
+				return now[i], nil
 			}
 		}
-		return nil
+		select {
+		case <-ctx.Done():
+			if err != nil {
+				return Process{}, fmt.Errorf("no new %s process: %v", comm, err)
+			}
+			if len(now) == 0 {
+				return Process{}, fmt.Errorf("no %s process running", comm)
+			}
+			return Process{}, fmt.Errorf("no new %s process: the kubelet has not restarted it (still pid %d)", comm, now[len(now)-1].PID)
+		case <-time.After(interval):
+		}
 	}
 }

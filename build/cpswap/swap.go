@@ -9,19 +9,70 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	v1 "k8s.io/api/core/v1"
 )
 
-// Swapper writes manifests safely. Backups go to BackupDir, which must be outside the manifests
-// directory (the kubelet runs every file there as a static pod) and on the same filesystem (so
-// the final rename is atomic).
+// Exit codes of cpswap, one per outcome an operator must tell apart.
+const (
+	ExitOK         = 0 // done (verified, restored, or nothing to change)
+	ExitRefused    = 1 // refused or failed before the manifest changed: nothing changed
+	ExitUsage      = 2 // the command line is wrong: nothing changed
+	ExitRolledBack = 3 // the change was made, then undone: the manifest is as it was
+	ExitBroken     = 4 // the change was made and could not be undone: act now
+)
+
+// Failure is an error with the exit code that says what state it left.
+type Failure struct {
+	Code int
+	Err  error
+}
+
+func (f *Failure) Error() string { return f.Err.Error() }
+func (f *Failure) Unwrap() error { return f.Err }
+
+func refused(format string, args ...interface{}) error {
+	return &Failure{Code: ExitRefused, Err: fmt.Errorf(format, args...)}
+}
+
+// ExitCode maps an error from this package to cpswap's exit code.
+func ExitCode(err error) int {
+	var f *Failure
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &f):
+		return f.Code
+	default:
+		return ExitRefused
+	}
+}
+
+// Verifier proves that the kubelet runs the changed manifest.
+type Verifier interface {
+	// Before runs before the manifest changes: it checks that verification can work at all and
+	// notes what runs now. An error refuses the apply with nothing changed.
+	Before(ctx context.Context) error
+	// After waits for the restarted component and says what it found, or why it does not verify.
+	After(ctx context.Context) (string, error)
+}
+
+// Swapper applies and rolls back changes to static-pod manifests.
 type Swapper struct {
 	BackupDir string
-	// Now stamps backup names; time.Now unless a test sets it.
+	// Timeout bounds the verification after the manifest changed.
+	Timeout time.Duration
+	// Log receives progress lines; nil drops them.
+	Log func(format string, args ...interface{})
+	// Now stamps history entries; time.Now unless a test sets it.
 	Now func() time.Time
 }
 
-// Verifier reports whether the restarted component is healthy; nil means verified.
-type Verifier func(ctx context.Context) error
+func (s *Swapper) logf(format string, args ...interface{}) {
+	if s.Log != nil {
+		s.Log(format, args...)
+	}
+}
 
 func (s *Swapper) now() time.Time {
 	if s.Now != nil {
@@ -30,144 +81,317 @@ func (s *Swapper) now() time.Time {
 	return time.Now()
 }
 
-func (s *Swapper) checkPaths(manifest string) (manifestDir, backupDir string, err error) {
-	manifestDir, err = filepath.EvalSymlinks(filepath.Dir(manifest))
-	if err != nil {
-		return "", "", fmt.Errorf("manifests directory: %v", err)
-	}
-	if s.BackupDir == "" {
-		return "", "", errors.New("no backup directory given (--backup-dir)")
-	}
-	// Checked before the directory is created, so that a wrong one is not created in place.
-	if abs, err := filepath.Abs(s.BackupDir); err == nil {
-		if err := outside(manifestDir, abs); err != nil {
-			return "", "", err
-		}
-	}
-	if err := os.MkdirAll(s.BackupDir, 0o700); err != nil {
-		return "", "", fmt.Errorf("backup cannot be written: %v", err)
-	}
-	backupDir, err = filepath.EvalSymlinks(s.BackupDir)
-	if err != nil {
-		return "", "", fmt.Errorf("backup directory: %v", err)
-	}
-	if err := outside(manifestDir, backupDir); err != nil {
-		return "", "", err
-	}
-	if err := writable(manifestDir); err != nil {
-		return "", "", err
-	}
-	return manifestDir, backupDir, nil
+// target is a manifest as the kubelet sees it and as cpswap writes it.
+type target struct {
+	path       string // absolute, as given (may be a symlink)
+	file       string // the regular file behind it
+	kubeletDir string // the manifests directory, symlinks resolved
 }
 
-func outside(manifestDir, backupDir string) error {
-	if rel, err := filepath.Rel(manifestDir, backupDir); err == nil && !strings.HasPrefix(rel, "..") {
-		return fmt.Errorf("backup directory %s is inside the manifests directory %s: the kubelet would run a backup as a second static pod", backupDir, manifestDir)
+func resolve(manifest string) (target, error) {
+	abs, err := filepath.Abs(manifest)
+	if err != nil {
+		return target{}, err
+	}
+	t := target{path: abs}
+	if t.file, err = filepath.EvalSymlinks(abs); err != nil {
+		return target{}, fmt.Errorf("manifest %s: %v", manifest, err)
+	}
+	if t.kubeletDir, err = filepath.EvalSymlinks(filepath.Dir(abs)); err != nil {
+		return target{}, fmt.Errorf("manifests directory: %v", err)
+	}
+	return t, nil
+}
+
+// open resolves the manifest and the backup directory and checks both.
+func (s *Swapper) open(manifest string, create bool) (target, *State, error) {
+	t, err := resolve(manifest)
+	if err != nil {
+		return t, nil, refused("%v", err)
+	}
+	if s.BackupDir == "" {
+		return t, nil, refused("no backup directory given (--backup-dir)")
+	}
+	backupDir, err := filepath.Abs(s.BackupDir)
+	if err != nil {
+		return t, nil, refused("%v", err)
+	}
+	st, err := OpenState(backupDir, t.path, t.kubeletDir, create)
+	if err != nil {
+		return t, nil, refused("%v", err)
+	}
+	return t, st, nil
+}
+
+// Plan returns the change as it would be made, changing nothing.
+func Plan(manifest string, change Change) (*Edited, error) {
+	data, err := os.ReadFile(manifest)
+	if err != nil {
+		return nil, refused("%v", err)
+	}
+	e, err := Edit(data, change)
+	if err != nil {
+		return nil, refused("%s: %v", manifest, err)
+	}
+	return e, nil
+}
+
+// Applied is what a successful Apply did.
+type Applied struct {
+	Edited   *Edited
+	Entry    Entry // zero when nothing changed
+	Verified string
+}
+
+// Apply makes the change under the manifest's lock: preflight, journal, backup, atomic write,
+// verification; on a verification failure or when ctx is cancelled (a signal), it restores the
+// manifest as it was. Only a verified apply enters the history.
+func (s *Swapper) Apply(ctx context.Context, manifest string, change Change, verify Verifier) (*Applied, error) {
+	if s.Timeout <= 0 {
+		return nil, refused("--timeout must be positive, got %v: a verification with no time to run would always roll back", s.Timeout)
+	}
+	t, st, err := s.open(manifest, true)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := st.Lock()
+	if err != nil {
+		return nil, refused("%v", err)
+	}
+	defer unlock()
+	if j, err := st.Journal(); err != nil || j != nil {
+		if err != nil {
+			return nil, refused("%v", err)
+		}
+		return nil, refused("%s", unfinished(j, t, st))
+	}
+	history, err := st.History()
+	if err != nil {
+		return nil, refused("%v", err)
+	}
+	edited, err := Plan(t.file, change)
+	if err != nil {
+		return nil, err
+	}
+	if edited.Unchanged() {
+		return &Applied{Edited: edited}, nil
+	}
+	info, err := os.Stat(t.file)
+	if err != nil {
+		return nil, refused("%v", err)
+	}
+	if err := writable(filepath.Dir(t.file)); err != nil {
+		return nil, refused("%v", err)
+	}
+	if err := verify.Before(ctx); err != nil {
+		return nil, refused("before changing anything: %v", err)
+	}
+	before, err := st.Keep(edited.Before)
+	if err != nil {
+		return nil, refused("backup cannot be written: %v", err)
+	}
+	after, err := st.Keep(edited.After)
+	if err != nil {
+		return nil, refused("backup cannot be written: %v", err)
+	}
+	entry := Entry{Time: s.now().UTC(), Before: before, After: after, Image: change.Image, PID: os.Getpid()}
+	for _, f := range changeFlags(edited) {
+		entry.Flags = append(entry.Flags, f)
+	}
+	if err := st.WriteJournal(&entry); err != nil {
+		return nil, refused("journal cannot be written: %v", err)
+	}
+	if err := replace(t.file, edited.After, info); err != nil {
+		st.ClearJournal()
+		return nil, refused("%v", err)
+	}
+	s.logf("wrote %s (sha256 %s); waiting up to %v for the kubelet to run it", t.path, after.SHA256[:12], s.Timeout)
+
+	vctx, cancel := context.WithTimeout(ctx, s.Timeout)
+	defer cancel()
+	verified, verr := verify.After(vctx)
+	if verr == nil && ctx.Err() == nil {
+		entry.Result = "verified: " + verified
+		entry.PID = 0
+		history.Applied = append(history.Applied, entry)
+		if err := st.SaveHistory(history); err != nil {
+			return nil, &Failure{Code: ExitBroken, Err: fmt.Errorf("verified, but the history cannot be written: %v; the journal %s stays", err, st.path(".journal"))}
+		}
+		if err := st.ClearJournal(); err != nil {
+			return nil, &Failure{Code: ExitBroken, Err: err}
+		}
+		return &Applied{Edited: edited, Entry: entry, Verified: verified}, nil
+	}
+	if cause := context.Cause(ctx); cause != nil {
+		verr = fmt.Errorf("interrupted (%v)", cause)
+	}
+	s.logf("%v: restoring %s", verr, t.path)
+	if rerr := replace(t.file, edited.Before, info); rerr != nil {
+		return nil, &Failure{Code: ExitBroken, Err: fmt.Errorf("%v, and restoring the original failed: %v. The original is %s; copy it over %s by hand", verr, rerr, filepath.Join(st.Dir, before.Backup), t.path)}
+	}
+	st.ClearJournal()
+	return nil, &Failure{Code: ExitRolledBack, Err: fmt.Errorf("%v; rolled back: %s is as it was (sha256 %s)", verr, t.path, before.SHA256[:12])}
+}
+
+// changeFlags lists the command-line words the change wrote, for the history.
+func changeFlags(e *Edited) []string {
+	before := map[string]int{}
+	for _, line := range strings.Split(string(e.Before), "\n") {
+		before[strings.TrimSpace(line)]++
+	}
+	var out []string
+	for _, line := range strings.Split(string(e.After), "\n") {
+		l := strings.TrimSpace(line)
+		if before[l] > 0 {
+			before[l]--
+			continue
+		}
+		if w := strings.TrimSpace(strings.TrimPrefix(l, "-")); strings.HasPrefix(w, "-") {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// unfinished describes an apply that a killed cpswap left, and what rollback would do.
+func unfinished(j *Entry, t target, st *State) string {
+	now := "neither the original nor the new manifest: it was edited since"
+	if data, err := os.ReadFile(t.file); err == nil {
+		switch sha256Hex(data) {
+		case j.After.SHA256:
+			now = "the new, unverified manifest"
+		case j.Before.SHA256:
+			now = "the original again"
+		}
+	}
+	return fmt.Sprintf("an apply started %s by pid %d did not finish (the process was killed): %s now holds %s; `cpswap rollback` would restore %s (sha256 %s)",
+		j.Time.Format(time.RFC3339), j.PID, t.path, now, filepath.Join(st.Dir, j.Before.Backup), j.Before.SHA256[:12])
+}
+
+// Rolled is what a Rollback did.
+type Rolled struct {
+	From, To string // sha256 of the manifest before and after
+	Backup   string // path of the restored backup
+	// Undone is the apply undone; nil for an unfinished apply.
+	Undone *Entry
+	// Next is the apply the next rollback would undo, if any.
+	Next *Entry
+}
+
+// Rollback undoes the last successful apply (or, with toOriginal, every apply), or an apply a
+// killed cpswap left unfinished. A manifest edited since the apply it would undo is refused
+// unless force is set.
+func (s *Swapper) Rollback(manifest string, toOriginal, force bool) (*Rolled, error) {
+	t, st, err := s.open(manifest, true)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := st.Lock()
+	if err != nil {
+		return nil, refused("%v", err)
+	}
+	defer unlock()
+	current, err := os.ReadFile(t.file)
+	if err != nil {
+		return nil, refused("%v", err)
+	}
+	info, err := os.Stat(t.file)
+	if err != nil {
+		return nil, refused("%v", err)
+	}
+	currentSum := sha256Hex(current)
+	history, err := st.History()
+	if err != nil {
+		return nil, refused("%v", err)
+	}
+	j, err := st.Journal()
+	if err != nil {
+		return nil, refused("%v", err)
+	}
+	var snap Snapshot
+	var expect string
+	var undone *Entry
+	switch {
+	case j != nil:
+		snap, expect = j.Before, j.After.SHA256
+		if currentSum == j.Before.SHA256 {
+			expect = currentSum
+		}
+	case len(history.Applied) == 0:
+		return nil, refused("no apply of %s is recorded in %s: nothing to roll back", t.path, st.Dir)
+	default:
+		i := len(history.Applied) - 1
+		if toOriginal {
+			i = 0
+		}
+		undone = &history.Applied[i]
+		snap, expect = undone.Before, history.Applied[len(history.Applied)-1].After.SHA256
+	}
+	if currentSum != expect && !force {
+		return nil, refused("%s has sha256 %s, but the apply being undone left %s: it was edited since. Rolling back would lose that edit; use --force to roll back anyway", t.path, currentSum[:12], expect[:12])
+	}
+	data, err := st.Load(snap)
+	if err != nil {
+		return nil, refused("%v", err)
+	}
+	if err := sameComponent(current, data); err != nil {
+		return nil, refused("backup %s: %v", filepath.Join(st.Dir, snap.Backup), err)
+	}
+	if err := replace(t.file, data, info); err != nil {
+		return nil, refused("%v", err)
+	}
+	out := &Rolled{From: currentSum, To: snap.SHA256, Backup: filepath.Join(st.Dir, snap.Backup)}
+	if j != nil {
+		return out, st.ClearJournal()
+	}
+	u := *undone
+	out.Undone = &u
+	if toOriginal {
+		history.Applied = nil
+	} else {
+		history.Applied = history.Applied[:len(history.Applied)-1]
+	}
+	if n := len(history.Applied); n > 0 {
+		next := history.Applied[n-1]
+		out.Next = &next
+	}
+	if err := st.SaveHistory(history); err != nil {
+		return nil, &Failure{Code: ExitBroken, Err: fmt.Errorf("restored %s, but the history cannot be written: %v", t.path, err)}
+	}
+	return out, nil
+}
+
+// sameComponent refuses to put one component's manifest in place of another's.
+func sameComponent(current, restored []byte) error {
+	cur, err := Parse(current)
+	if err != nil {
+		return nil // the current file is broken: any valid Pod of ours is better
+	}
+	old, err := Parse(restored)
+	if err != nil {
+		return err
+	}
+	if a, b := podIdentity(cur), podIdentity(old); a != b {
+		return fmt.Errorf("it is the manifest of %s, this is the manifest of %s", b, a)
 	}
 	return nil
 }
 
-// writable refuses a read-only manifests directory: a read-only mount, or no write permission
-// bits at all (which root would otherwise ignore).
-func writable(dir string) error {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err == nil && st.Flags&0x1 != 0 { // ST_RDONLY
-		return fmt.Errorf("manifests directory %s is on a read-only filesystem", dir)
+// podIdentity names a static pod and its containers.
+func podIdentity(p *v1.Pod) string {
+	var names []string
+	for _, c := range p.Spec.Containers {
+		names = append(names, c.Name)
 	}
-	info, err := os.Stat(dir)
-	if err != nil {
-		return err
-	}
-	if info.Mode().Perm()&0o222 == 0 {
-		return fmt.Errorf("manifests directory %s is read-only (mode %v)", dir, info.Mode().Perm())
-	}
-	return syscall.Access(dir, 2) // W_OK
+	return fmt.Sprintf("pod %s (containers %s)", p.Name, strings.Join(names, ", "))
 }
 
-// Plan returns the new manifest and its diff against the current one, changing nothing.
-func Plan(manifest string, change Change) (before, after []byte, diff string, err error) {
-	before, err = os.ReadFile(manifest)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	after, err = Apply(before, change)
-	if err != nil {
-		return nil, nil, "", fmt.Errorf("%s: %v", manifest, err)
-	}
-	return before, after, Diff(manifest, before, after), nil
-}
-
-// Apply backs the manifest up, writes the changed one atomically, runs verify, and restores the
-// backup if verification fails. It returns the backup's path.
-func (s *Swapper) Apply(ctx context.Context, manifest string, change Change, verify Verifier) (string, error) {
-	before, after, _, err := Plan(manifest, change)
-	if err != nil {
-		return "", err
-	}
-	_, backupDir, err := s.checkPaths(manifest)
-	if err != nil {
-		return "", err
-	}
-	info, err := os.Stat(manifest)
-	if err != nil {
-		return "", err
-	}
-	backup := filepath.Join(backupDir, fmt.Sprintf("%s.%s", filepath.Base(manifest), s.now().UTC().Format("20060102T150405.000000000Z")))
-	if err := writeFileSynced(backup, before, info.Mode().Perm()); err != nil {
-		return "", fmt.Errorf("backup cannot be written: %v", err)
-	}
-	if err := writeFileSynced(lastBackupPointer(backupDir, manifest), []byte(backup+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("backup cannot be written: %v", err)
-	}
-	if err := s.replace(manifest, after, info); err != nil {
-		return backup, err
-	}
-	if verify == nil {
-		return backup, nil
-	}
-	if verr := verify(ctx); verr != nil {
-		if rerr := s.replace(manifest, before, info); rerr != nil {
-			return backup, fmt.Errorf("verification failed (%v) and rolling back failed too: %v; the original is in %s", verr, rerr, backup)
-		}
-		return backup, fmt.Errorf("verification failed, rolled back to the original manifest (backup %s): %v", backup, verr)
-	}
-	return backup, nil
-}
-
-// Rollback restores the manifest from its last backup.
-func (s *Swapper) Rollback(manifest string) (string, error) {
-	_, backupDir, err := s.checkPaths(manifest)
-	if err != nil {
-		return "", err
-	}
-	pointer, err := os.ReadFile(lastBackupPointer(backupDir, manifest))
-	if err != nil {
-		return "", fmt.Errorf("no backup of %s in %s: %v", manifest, backupDir, err)
-	}
-	backup := strings.TrimSpace(string(pointer))
-	data, err := os.ReadFile(backup)
-	if err != nil {
-		return "", fmt.Errorf("reading backup: %v", err)
-	}
-	if _, err := Parse(data); err != nil {
-		return "", fmt.Errorf("backup %s: %v", backup, err)
-	}
-	info, err := os.Stat(manifest)
-	if err != nil {
-		return "", err
-	}
-	return backup, s.replace(manifest, data, info)
-}
-
-func lastBackupPointer(backupDir, manifest string) string {
-	return filepath.Join(backupDir, filepath.Base(manifest)+".last-backup")
-}
-
-// replace writes data over manifest atomically: a temporary file in the backup directory (never
-// in the manifests directory, where the kubelet would pick it up), synced, with the original's
-// mode and owner, renamed over the manifest; then the directory is synced.
-func (s *Swapper) replace(manifest string, data []byte, original os.FileInfo) error {
-	tmp, err := os.CreateTemp(s.BackupDir, "."+filepath.Base(manifest)+".new-*")
+// replace writes data over file atomically: a temporary file in the same directory, hidden by a
+// leading dot (the kubelet skips dot files in the manifests directory), synced, with the
+// original's mode and owner, renamed over the file; then the directory is synced. A symlinked
+// manifest stays a symlink: file is the regular file behind it.
+func replace(file string, data []byte, original os.FileInfo) error {
+	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".cpswap-*")
 	if err != nil {
 		return fmt.Errorf("temporary file: %v", err)
 	}
@@ -193,32 +417,126 @@ func (s *Swapper) replace(manifest string, data []byte, original os.FileInfo) er
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp.Name(), manifest); err != nil {
-		if errors.Is(err, syscall.EXDEV) {
-			return fmt.Errorf("backup directory %s is on another filesystem than %s: the write could not be atomic; nothing changed", s.BackupDir, manifest)
-		}
-		return fmt.Errorf("replacing %s: %v", manifest, err)
+	if err := os.Rename(tmp.Name(), file); err != nil {
+		return fmt.Errorf("replacing %s: %v", file, err)
 	}
-	dir, err := os.Open(filepath.Dir(manifest))
-	if err != nil {
-		return err
-	}
-	defer dir.Close()
-	return dir.Sync()
+	return syncDir(filepath.Dir(file))
 }
 
-func writeFileSynced(path string, data []byte, mode os.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+// writable refuses a read-only manifests directory: a read-only mount, or no write permission
+// bits at all (which root would otherwise ignore).
+func writable(dir string) error {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err == nil && st.Flags&0x1 != 0 { // ST_RDONLY
+		return fmt.Errorf("manifests directory %s is on a read-only filesystem", dir)
+	}
+	info, err := os.Stat(dir)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
+	if info.Mode().Perm()&0o222 == 0 {
+		return fmt.Errorf("manifests directory %s is read-only (mode %v)", dir, info.Mode().Perm())
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
+	return syscall.Access(dir, 2) // W_OK
+}
+
+// Status is what a manifest runs now and what cpswap knows about it.
+type Status struct {
+	Manifest, SHA256 string
+	Container        string
+	Image            string
+	Flags            map[string]string // the lock and the profiles' flags, as the component reads them
+	Process          *Process
+	ProcessStarted   time.Time
+	// RollbackTarget is the apply `cpswap rollback` would undo, if any.
+	RollbackTarget *Entry
+	Applies        int
+	// Unfinished describes an apply a killed cpswap left; InProgress is the PID of a running one.
+	Unfinished string
+	InProgress int
+}
+
+// StatusOf reads the manifest, the process running it and the state in the backup directory.
+func (s *Swapper) StatusOf(manifest, containerName, processName string, procs Processes) (*Status, error) {
+	t, st, err := s.open(manifest, false)
+	if err != nil {
+		return nil, err
 	}
-	return f.Close()
+	data, err := os.ReadFile(t.file)
+	if err != nil {
+		return nil, refused("%v", err)
+	}
+	pod, err := Parse(data)
+	if err != nil {
+		return nil, refused("%s: %v", t.path, err)
+	}
+	c, err := container(pod, containerName)
+	if err != nil {
+		return nil, refused("%s: %v", t.path, err)
+	}
+	out := &Status{Manifest: t.path, SHA256: sha256Hex(data), Container: c.Name, Image: c.Image, Flags: map[string]string{}}
+	cl := parseCommandLine(c)
+	names := []string{lockFlag, "--leader-elect", "--config"}
+	for _, p := range Profiles {
+		for _, f := range p.Flags {
+			names = append(names, f.Name)
+		}
+	}
+	for _, name := range names {
+		if v, ok := cl.Value(name); ok {
+			out.Flags[name] = v
+		}
+	}
+	if processName == "" {
+		processName = componentOf(c)
+	}
+	if running, err := procs.Named(processName); err == nil && len(running) > 0 {
+		newest := running[len(running)-1]
+		out.Process = &newest
+		out.ProcessStarted, _ = procs.StartedAt(newest)
+	}
+	history, err := st.History()
+	if err != nil {
+		return nil, refused("%v", err)
+	}
+	out.Applies = len(history.Applied)
+	if n := len(history.Applied); n > 0 {
+		last := history.Applied[n-1]
+		out.RollbackTarget = &last
+	}
+	out.InProgress = st.LockHolder()
+	if j, err := st.Journal(); err == nil && j != nil && out.InProgress == 0 {
+		out.Unfinished = unfinished(j, t, st)
+	}
+	return out, nil
+}
+
+// HistoryOf returns the chain of applies and, if one was left unfinished, its description.
+func (s *Swapper) HistoryOf(manifest string) (*History, string, error) {
+	t, st, err := s.open(manifest, false)
+	if err != nil {
+		return nil, "", err
+	}
+	h, err := st.History()
+	if err != nil {
+		return nil, "", refused("%v", err)
+	}
+	note := ""
+	if j, err := st.Journal(); err == nil && j != nil && st.LockHolder() == 0 {
+		note = unfinished(j, t, st)
+	}
+	return h, note, nil
+}
+
+// Pending describes an apply a killed cpswap left on manifest, or "" (for plan, which reads no
+// lock: any cpswap run on that manifest reports it).
+func (s *Swapper) Pending(manifest string) string {
+	t, st, err := s.open(manifest, false)
+	if err != nil {
+		return ""
+	}
+	if j, err := st.Journal(); err == nil && j != nil && st.LockHolder() == 0 {
+		return unfinished(j, t, st)
+	}
+	return ""
 }

@@ -4,59 +4,183 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
 )
 
-// HealthAndLease verifies a restarted component: its health endpoint answers 200 and the leader
-// Lease is renewed after `since` (by the new instance if it leads, or by the leader on another
-// master). It polls until ctx ends and reports what was last missing.
-func HealthAndLease(healthURL string, client kubernetes.Interface, namespace, lease string, since time.Time, interval time.Duration) Verifier {
-	httpClient := &http.Client{
-		Timeout: 5 * time.Second,
-		// The components serve their own self-signed certificate on localhost.
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}},
-	}
-	return func(ctx context.Context) error {
-		missing := "nothing checked yet"
-		for {
-			missing = checkOnce(httpClient, healthURL, client, namespace, lease, since)
-			if missing == "" {
-				return nil
-			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("timed out: %s", missing)
-			case <-time.After(interval):
-			}
-		}
-	}
+// ComponentVerifier proves that the kubelet restarted a component from the new manifest and that
+// it works:
+//  1. a process of that name runs that did not run before the manifest changed (PID and start
+//     tick, see process.go);
+//  2. its health endpoint (the liveness probe's) answers 200;
+//  3. the leader Lease is renewed after the change, and not by the identity that held it before
+//     when that was this host's old instance (it renews until the kubelet stops it). A renewal by
+//     another master's instance means this one stands by; the summary says which;
+//  4. for Soak, the same process keeps running and keeps answering 200 (a crash loop fails here).
+//
+// Every request is bounded by the context: an apiserver that accepts and never answers cannot
+// hold the apply past its timeout.
+type ComponentVerifier struct {
+	Procs     Processes
+	Comm      string // process name
+	HealthURL string
+	// Leases reads coordination.k8s.io/v1 Leases (a REST client for that group).
+	Leases         rest.Interface
+	LeaseNamespace string
+	LeaseName      string
+	Hostname       string // this master's name, the prefix of its instances' Lease identities
+	Interval       time.Duration
+	Soak           time.Duration
+	// RequestTimeout bounds each request (default 5 s).
+	RequestTimeout time.Duration
+
+	before     []Process
+	leaseFound bool
+	holder     string
+	renewTime  time.Time
 }
 
-func checkOnce(httpClient *http.Client, healthURL string, client kubernetes.Interface, namespace, lease string, since time.Time) string {
-	resp, err := httpClient.Get(healthURL)
+var insecureHTTP = &http.Client{
+	// The components serve their own self-signed certificate on localhost.
+	Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}},
+}
+
+func (v *ComponentVerifier) requestTimeout() time.Duration {
+	if v.RequestTimeout > 0 {
+		return v.RequestTimeout
+	}
+	return 5 * time.Second
+}
+
+func (v *ComponentVerifier) getLease(ctx context.Context) (*coordinationv1.Lease, error) {
+	ctx, cancel := context.WithTimeout(ctx, v.requestTimeout())
+	defer cancel()
+	lease := &coordinationv1.Lease{}
+	err := v.Leases.Get().Namespace(v.LeaseNamespace).Resource("leases").Name(v.LeaseName).Context(ctx).Do().Into(lease)
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("Lease %s/%s: no answer within %v", v.LeaseNamespace, v.LeaseName, v.requestTimeout())
+	}
+	return lease, err
+}
+
+func (v *ComponentVerifier) health(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, v.requestTimeout())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, v.HealthURL, nil)
 	if err != nil {
-		return fmt.Sprintf("health %s: %v", healthURL, err)
+		return err
+	}
+	resp, err := insecureHTTP.Do(req)
+	if err != nil {
+		return fmt.Errorf("health %s: %v", v.HealthURL, err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Sprintf("health %s: %s", healthURL, resp.Status)
+		return fmt.Errorf("health %s: %s", v.HealthURL, resp.Status)
 	}
-	l, err := client.CoordinationV1().Leases(namespace).Get(lease, metav1.GetOptions{})
+	return nil
+}
+
+// Before checks that the apiserver answers and notes the Lease holder and the running processes.
+func (v *ComponentVerifier) Before(ctx context.Context) error {
+	lease, err := v.getLease(ctx)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("the apiserver cannot be asked for the Lease, so the component could not be verified: %v", err)
+	default:
+		v.leaseFound = true
+		if lease.Spec.HolderIdentity != nil {
+			v.holder = *lease.Spec.HolderIdentity
+		}
+		if lease.Spec.RenewTime != nil {
+			v.renewTime = lease.Spec.RenewTime.Time
+		}
+	}
+	v.before, err = v.Procs.Named(v.Comm)
+	return err
+}
+
+func hostOf(identity string) string {
+	host, _, _ := strings.Cut(identity, "_")
+	return host
+}
+
+// leaseState says whether the Lease shows a leader renewing since the change, and who.
+func (v *ComponentVerifier) leaseState(ctx context.Context) (string, error) {
+	lease, err := v.getLease(ctx)
 	if err != nil {
-		return fmt.Sprintf("Lease %s/%s: %v", namespace, lease, err)
+		return "", err
 	}
-	if l.Spec.RenewTime == nil || !l.Spec.RenewTime.Time.After(since) {
-		return fmt.Sprintf("Lease %s/%s not renewed since %s", namespace, lease, since.Format(time.RFC3339))
+	holder := ""
+	if lease.Spec.HolderIdentity != nil {
+		holder = *lease.Spec.HolderIdentity
 	}
-	return ""
+	// Compared with the renew time the holder wrote before, not with this host's clock.
+	if lease.Spec.RenewTime == nil || !lease.Spec.RenewTime.Time.After(v.renewTime) {
+		return "", fmt.Errorf("Lease %s/%s not renewed since the change", v.LeaseNamespace, v.LeaseName)
+	}
+	if holder == v.holder && hostOf(holder) == v.Hostname {
+		return "", fmt.Errorf("Lease %s/%s still renewed by %s, this master's old instance", v.LeaseNamespace, v.LeaseName, holder)
+	}
+	if hostOf(holder) == v.Hostname {
+		return fmt.Sprintf("leads: Lease %s/%s held and renewed by %s", v.LeaseNamespace, v.LeaseName, holder), nil
+	}
+	return fmt.Sprintf("stands by: Lease %s/%s held and renewed by %s on another master", v.LeaseNamespace, v.LeaseName, holder), nil
+}
+
+// After waits for the new process, its health, a Lease renewal, and the soak.
+func (v *ComponentVerifier) After(ctx context.Context) (string, error) {
+	proc, err := v.Procs.WaitForNew(ctx, v.Comm, v.before, v.Interval)
+	if err != nil {
+		return "", err
+	}
+	var lease string
+	for {
+		err = v.health(ctx)
+		if err == nil {
+			lease, err = v.leaseState(ctx)
+		}
+		if err == nil {
+			break
+		}
+		if !v.Procs.Alive(proc) {
+			return "", fmt.Errorf("the new %s (pid %d) exited: %v", v.Comm, proc.PID, err)
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("timed out: %v", err)
+		case <-time.After(v.Interval):
+		}
+	}
+	soakEnd := time.Now().Add(v.Soak)
+	for time.Now().Before(soakEnd) {
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("timed out during the %v soak", v.Soak)
+		case <-time.After(v.Interval):
+		}
+		if !v.Procs.Alive(proc) {
+			return "", fmt.Errorf("the new %s (pid %d) exited during the %v soak", v.Comm, proc.PID, v.Soak)
+		}
+		if err := v.health(ctx); err != nil {
+			return "", fmt.Errorf("during the %v soak: %v", v.Soak, err)
+		}
+	}
+	return fmt.Sprintf("new %s pid %d healthy for %v; %s", v.Comm, proc.PID, v.Soak, lease), nil
 }
 
 // HealthURL derives the component's health URL from the container's liveness probe, as the
-// kubelet checks it.
+// kubelet checks it: the probe's host (the pod's IP, which for a host-network static pod is the
+// node's, when none is given; cpswap runs on that node and uses loopback), scheme, a numeric or
+// named port, and path.
 func HealthURL(data []byte, containerName string) (string, error) {
 	pod, err := Parse(data)
 	if err != nil {
@@ -74,9 +198,24 @@ func HealthURL(data []byte, containerName string) (string, error) {
 	if host == "" {
 		host = "127.0.0.1"
 	}
+	port := get.Port.IntValue()
+	if port == 0 {
+		for _, p := range c.Ports {
+			if p.Name == get.Port.StrVal {
+				port = int(p.ContainerPort)
+			}
+		}
+		if port == 0 {
+			return "", fmt.Errorf("container %s: liveness probe port %q is neither a number nor one of its named ports", c.Name, get.Port.String())
+		}
+	}
 	scheme := "http"
 	if get.Scheme == "HTTPS" {
 		scheme = "https"
 	}
-	return fmt.Sprintf("%s://%s:%s%s", scheme, host, get.Port.String(), get.Path), nil
+	path := get.Path
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	return fmt.Sprintf("%s://%s%s", scheme, net.JoinHostPort(host, strconv.Itoa(port)), path), nil
 }

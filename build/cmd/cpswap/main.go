@@ -1,169 +1,411 @@
-// Command cpswap swaps the image (and flags) of a kubeadm static-pod manifest safely.
+// Command cpswap swaps the image (and flags) of a kubeadm static-pod manifest safely, verifies
+// that the kubelet runs it, and rolls back otherwise. `cpswap --help` lists the verbs.
 //
-//	cpswap plan     --manifest FILE --image IMAGE [--profile leases[,kcm-client-rate]] [--flag --name=value]...
-//	cpswap apply    --manifest FILE --image IMAGE --backup-dir DIR --kubeconfig FILE [--timeout 3m] ...
-//	cpswap rollback --manifest FILE --backup-dir DIR
+// Exit codes: 0 done; 1 refused, nothing changed; 2 usage error, nothing changed; 3 changed, then
+// rolled back (the manifest is as it was); 4 changed and could not be rolled back: act now.
 package main
 
 import (
 	"context"
-	"flag"
+	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
-	"sort"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/idc-lts/kube-1.17/build/cpswap"
 )
 
-type flagList []cpswap.Flag
-
-func (f *flagList) String() string { return fmt.Sprint(*f) }
-
-func (f *flagList) Set(value string) error {
-	name, v, ok := strings.Cut(value, "=")
-	if !ok || !strings.HasPrefix(name, "--") {
-		return fmt.Errorf("want --name=value, got %q", value)
-	}
-	*f = append(*f, cpswap.Flag{Name: name, Value: v})
-	return nil
-}
+// usageError marks errors of the command line (exit 2, usage printed).
+type usageError struct{ error }
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: cpswap plan|apply|rollback --manifest FILE [options]; cpswap COMMAND -h for options")
-		os.Exit(2)
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	root := newRoot()
+	root.SetArgs(args)
+	cmd, err := root.ExecuteC()
+	if err == nil {
+		return cpswap.ExitOK
 	}
-	if err := run(os.Args[1], os.Args[2:]); err != nil {
-		fmt.Fprintf(os.Stderr, "cpswap %s: %v\n", os.Args[1], err)
-		os.Exit(1)
+	var f *cpswap.Failure
+	if errors.As(err, &f) {
+		fmt.Fprintf(os.Stderr, "cpswap %s: %v\n", cmd.Name(), err)
+		return f.Code
+	}
+	// Everything else comes from the command line: unknown verbs and flags, missing ones.
+	fmt.Fprintf(os.Stderr, "Error: %v\n\n%s", err, cmd.UsageString())
+	return cpswap.ExitUsage
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "cpswap",
+		Short: "Swap the image and flags of a kubeadm static-pod manifest, verified or rolled back",
+		Long: `cpswap changes the image (and flags) of a static-pod manifest in /etc/kubernetes/manifests,
+waits for the kubelet to run it and for the component to prove itself, and restores the
+manifest as it was otherwise. One apply runs at a time per manifest; Ctrl-C, SIGTERM or SIGHUP
+during an apply roll back; every successful apply is recorded and can be undone in order.
+
+Exit codes: 0 done; 1 refused, nothing changed; 2 usage error, nothing changed;
+3 changed, then rolled back; 4 changed and the rollback failed: act now.`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          cobra.NoArgs,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newPlan(), newApply(), newRollback(), newHistory(), newStatus())
+	return root
+}
+
+// target flags every verb has.
+type target struct {
+	manifest, backupDir, container string
+}
+
+func (t *target) bind(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&t.manifest, "manifest", "", "static-pod manifest, e.g. /etc/kubernetes/manifests/kube-controller-manager.yaml (required)")
+	cmd.Flags().StringVar(&t.backupDir, "backup-dir", "/var/lib/cpswap/backups", "backups, history and lock: outside the manifests directory, owned by root, writable by nobody else")
+	_ = cmd.MarkFlagRequired("manifest")
+}
+
+// change flags of plan and apply.
+type changeFlags struct {
+	image, profile string
+	flags          []string
+}
+
+func (c *changeFlags) bind(cmd *cobra.Command, t *target) {
+	cmd.Flags().StringVar(&c.image, "image", "", "new image, REGISTRY/COMPONENT:TAG, REGISTRY/COMPONENT@sha256:DIGEST or both")
+	cmd.Flags().StringVar(&c.profile, "profile", "", "named flag profiles, comma-separated: "+strings.Join(cpswap.ProfileNames(), ", "))
+	cmd.Flags().StringArrayVar(&c.flags, "flag", nil, "set a component flag, --flag=--name=value (repeatable)")
+	cmd.Flags().StringVar(&t.container, "container", "", "container to change (default: the only one)")
+}
+
+func (c *changeFlags) change(cmd *cobra.Command, t *target) (cpswap.Change, error) {
+	change := cpswap.Change{Container: t.container, Image: c.image}
+	if cmd.Flags().Changed("image") && c.image == "" {
+		return change, &cpswap.Failure{Code: cpswap.ExitUsage, Err: errors.New("--image is empty (an unset variable?)")}
+	}
+	profiles, err := cpswap.LookupProfiles(c.profile)
+	if err != nil {
+		return change, &cpswap.Failure{Code: cpswap.ExitUsage, Err: err}
+	}
+	change.Profiles = profiles
+	for _, s := range c.flags {
+		f, err := cpswap.ParseFlag(s)
+		if err != nil {
+			return change, &cpswap.Failure{Code: cpswap.ExitUsage, Err: err}
+		}
+		change.Flags = append(change.Flags, f)
+	}
+	if change.Image == "" && len(change.Profiles) == 0 && len(change.Flags) == 0 {
+		return change, &cpswap.Failure{Code: cpswap.ExitUsage, Err: errors.New("nothing to change: give --image, --profile or --flag")}
+	}
+	return change, nil
+}
+
+func printPlan(e *cpswap.Edited, manifest string) {
+	for _, n := range e.Notes {
+		fmt.Printf("note: %s\n", n)
+	}
+	if e.Unchanged() {
+		fmt.Printf("no change: %s already runs what was asked\n", manifest)
+		return
+	}
+	fmt.Print(cpswap.Diff(manifest, e.Before, e.After))
+}
+
+func warnPending(s *cpswap.Swapper, manifest string) {
+	if p := s.Pending(manifest); p != "" {
+		fmt.Fprintf(os.Stderr, "warning: %s\n", p)
 	}
 }
 
-func profileNames() []string {
-	names := make([]string, 0, len(cpswap.Profiles))
-	for name := range cpswap.Profiles {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
-}
-
-func run(command string, args []string) error {
-	fs := flag.NewFlagSet(command, flag.ContinueOnError)
-	manifest := fs.String("manifest", "", "static-pod manifest, e.g. /etc/kubernetes/manifests/kube-controller-manager.yaml")
-	image := fs.String("image", "", "new image of the container")
-	containerName := fs.String("container", "", "container to change (default: the only one)")
-	profile := fs.String("profile", "", "named flag profiles, comma-separated: "+strings.Join(profileNames(), ", "))
-	backupDir := fs.String("backup-dir", "/var/lib/cpswap/backups", "where backups go: outside the manifests directory, on the same filesystem")
-	kubeconfig := fs.String("kubeconfig", "/etc/kubernetes/admin.conf", "kubeconfig to read the leader Lease with")
-	healthURL := fs.String("health-url", "", "health endpoint to verify (default: from the container's liveness probe)")
-	lease := fs.String("lease", "", "leader Lease namespace/name (default: kube-system/<container name>)")
-	processName := fs.String("process", "", "process name of the component, to see the kubelet restart it (default: the Lease name)")
-	timeout := fs.Duration("timeout", 3*time.Minute, "how long apply waits for the component to verify before rolling back")
-	var flags flagList
-	fs.Var(&flags, "flag", "set a component flag, --name=value (repeatable)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *manifest == "" {
-		return fmt.Errorf("--manifest is required")
-	}
-	change := cpswap.Change{Container: *containerName, Image: *image}
-	for _, name := range strings.Split(*profile, ",") {
-		if name == "" {
-			continue
-		}
-		p, ok := cpswap.Profiles[name]
-		if !ok {
-			return fmt.Errorf("unknown profile %q (known: %s)", name, strings.Join(profileNames(), ", "))
-		}
-		change.Flags = append(change.Flags, p...)
-		if only := cpswap.ProfileOnlyFor[name]; only != "" {
-			if change.OnlyFor != "" && change.OnlyFor != only {
-				return fmt.Errorf("profiles for %s and %s cannot go into one manifest", change.OnlyFor, only)
-			}
-			change.OnlyFor = only
-		}
-	}
-	change.Flags = append(change.Flags, flags...)
-	swapper := &cpswap.Swapper{BackupDir: *backupDir}
-
-	switch command {
-	case "plan":
-		_, _, diff, err := cpswap.Plan(*manifest, change)
-		if err != nil {
-			return err
-		}
-		if diff == "" {
-			fmt.Println("no change")
-		}
-		fmt.Print(diff)
-		return nil
-	case "apply":
-		before, err := os.ReadFile(*manifest)
-		if err != nil {
-			return err
-		}
-		pod, err := cpswap.Parse(before)
-		if err != nil {
-			return fmt.Errorf("%s: %v", *manifest, err)
-		}
-		url := *healthURL
-		if url == "" {
-			if url, err = cpswap.HealthURL(before, *containerName); err != nil {
+func newPlan() *cobra.Command {
+	var t target
+	var c changeFlags
+	cmd := &cobra.Command{
+		Use:   "plan --manifest FILE [--image IMAGE] [--profile P] [--flag --name=value]...",
+		Short: "Show the change as a diff; change nothing",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			change, err := c.change(cmd, &t)
+			if err != nil {
 				return err
 			}
-		}
-		namespace, name := "kube-system", *containerName
-		if name == "" && len(pod.Spec.Containers) == 1 {
-			name = pod.Spec.Containers[0].Name
-		}
-		if *lease != "" {
-			var ok bool
-			if namespace, name, ok = strings.Cut(*lease, "/"); !ok {
-				return fmt.Errorf("--lease: want namespace/name, got %q", *lease)
+			warnPending(&cpswap.Swapper{BackupDir: t.backupDir}, t.manifest)
+			e, err := cpswap.Plan(t.manifest, change)
+			if err != nil {
+				return err
 			}
-		}
-		cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
-		if err != nil {
-			return fmt.Errorf("kubeconfig %s: %v", *kubeconfig, err)
-		}
-		client, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return err
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-		defer cancel()
-		comm := *processName
-		if comm == "" {
-			comm = name
-		}
-		applied := time.Now()
-		verify := cpswap.All(
-			cpswap.ProcessStartedSince(comm, applied, time.Second),
-			cpswap.HealthAndLease(url, client, namespace, name, applied, 2*time.Second),
-		)
-		backup, err := swapper.Apply(ctx, *manifest, change, verify)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("applied and verified %s (backup %s; undo with: cpswap rollback --manifest %s --backup-dir %s)\n",
-			*manifest, backup, *manifest, filepath.Dir(backup))
-		return nil
-	case "rollback":
-		backup, err := swapper.Rollback(*manifest)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("restored %s from %s\n", *manifest, backup)
-		return nil
-	default:
-		return fmt.Errorf("unknown command (want plan, apply or rollback)")
+			printPlan(e, t.manifest)
+			return nil
+		},
 	}
+	t.bind(cmd)
+	c.bind(cmd, &t)
+	return cmd
+}
+
+func newApply() *cobra.Command {
+	var t target
+	var c changeFlags
+	var kubeconfig, healthURL, lease, process, hostname string
+	var timeout, soak time.Duration
+	cmd := &cobra.Command{
+		Use:   "apply --manifest FILE [--image IMAGE] [--profile P] [--flag --name=value]... [--timeout 3m]",
+		Short: "Make the change, verify the restarted component, roll back if it does not verify",
+		Long: `apply shows the plan, takes the manifest's lock (a second apply fails at once, naming the
+first one's PID), checks that verification can work (the apiserver answers), writes a journal and
+backups, replaces the manifest atomically, and waits up to --timeout for: a new process of the
+component, its health endpoint, a renewal of its leader Lease, and --soak of steady health.
+Anything else, or Ctrl-C / SIGTERM / SIGHUP meanwhile, restores the manifest as it was.
+A change that leaves the manifest as it is writes nothing and exits 0.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			change, err := c.change(cmd, &t)
+			if err != nil {
+				return err
+			}
+			if timeout <= soak {
+				return &cpswap.Failure{Code: cpswap.ExitUsage, Err: fmt.Errorf("--timeout (%v) must be longer than --soak (%v)", timeout, soak)}
+			}
+			s := &cpswap.Swapper{BackupDir: t.backupDir, Timeout: timeout, Log: func(format string, args ...interface{}) {
+				fmt.Fprintf(os.Stderr, format+"\n", args...)
+			}}
+			e, err := cpswap.Plan(t.manifest, change)
+			if err != nil {
+				return err
+			}
+			printPlan(e, t.manifest)
+			verifier, err := newVerifier(e, kubeconfig, healthURL, lease, process, hostname, soak)
+			if err != nil {
+				return err
+			}
+			ctx := interruptible()
+			applied, err := s.Apply(ctx, t.manifest, change, verifier)
+			if err != nil {
+				return err
+			}
+			if applied.Edited.Unchanged() {
+				return nil
+			}
+			fmt.Printf("applied and verified %s: %s\n(undo with: cpswap rollback --manifest %s --backup-dir %s)\n",
+				t.manifest, applied.Verified, t.manifest, t.backupDir)
+			return nil
+		},
+	}
+	t.bind(cmd)
+	c.bind(cmd, &t)
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "/etc/kubernetes/admin.conf", "kubeconfig to read the leader Lease with")
+	cmd.Flags().StringVar(&healthURL, "health-url", "", "health endpoint to verify (default: from the container's liveness probe)")
+	cmd.Flags().StringVar(&lease, "lease", "", "leader Lease namespace/name (default: kube-system/<component>)")
+	cmd.Flags().StringVar(&process, "process", "", "process name of the component (default: the component)")
+	cmd.Flags().StringVar(&hostname, "hostname", "", "this master's name as its Lease identities start (default: the host name)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Minute, "how long to wait for the component to verify before rolling back")
+	cmd.Flags().DurationVar(&soak, "soak", 30*time.Second, "how long the new process must stay up and healthy")
+	return cmd
+}
+
+func newVerifier(e *cpswap.Edited, kubeconfig, healthURL, lease, process, hostname string, soak time.Duration) (cpswap.Verifier, error) {
+	bad := func(format string, args ...interface{}) error {
+		return &cpswap.Failure{Code: cpswap.ExitRefused, Err: fmt.Errorf(format, args...)}
+	}
+	var err error
+	if healthURL == "" {
+		if healthURL, err = cpswap.HealthURL(e.After, e.Container); err != nil {
+			return nil, bad("%v", err)
+		}
+	}
+	namespace, name := "kube-system", e.Component
+	if lease != "" {
+		var ok bool
+		if namespace, name, ok = strings.Cut(lease, "/"); !ok || namespace == "" || name == "" {
+			return nil, &cpswap.Failure{Code: cpswap.ExitUsage, Err: fmt.Errorf("--lease: want namespace/name, got %q", lease)}
+		}
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, bad("kubeconfig %s: %v", kubeconfig, err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, bad("kubeconfig %s: %v", kubeconfig, err)
+	}
+	procs, err := cpswap.HostProcesses()
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	if process == "" {
+		process = e.Component
+	}
+	if hostname == "" {
+		if hostname, err = os.Hostname(); err != nil {
+			return nil, bad("%v", err)
+		}
+	}
+	return &cpswap.ComponentVerifier{
+		Procs: procs, Comm: process, HealthURL: healthURL,
+		Leases: client.CoordinationV1().RESTClient(), LeaseNamespace: namespace, LeaseName: name,
+		Hostname: hostname, Interval: time.Second, Soak: soak,
+	}, nil
+}
+
+// interruptible returns a context that SIGINT, SIGTERM and SIGHUP cancel, naming the signal. A
+// dropped SSH session also closes stdout: SIGPIPE is ignored so that writing to it cannot kill
+// cpswap in the middle of a rollback.
+func interruptible() context.Context {
+	signal.Ignore(syscall.SIGPIPE)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	signals := make(chan os.Signal, 4)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		s := <-signals
+		cancel(fmt.Errorf("received %v", s))
+		// Later signals are caught and dropped: the rollback under way must finish.
+	}()
+	return ctx
+}
+
+func newRollback() *cobra.Command {
+	var t target
+	var to string
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "rollback --manifest FILE [--to original] [--force]",
+		Short: "Undo the last successful apply (again for the one before), or an unfinished one",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if to != "" && to != "original" {
+				return &cpswap.Failure{Code: cpswap.ExitUsage, Err: fmt.Errorf("--to takes only \"original\", got %q", to)}
+			}
+			r, err := (&cpswap.Swapper{BackupDir: t.backupDir}).Rollback(t.manifest, to == "original", force)
+			if err != nil {
+				return err
+			}
+			switch {
+			case r.Undone == nil:
+				fmt.Printf("restored %s as it was before the unfinished apply, from %s (sha256 %s)\n", t.manifest, r.Backup, short(r.To))
+			default:
+				fmt.Printf("restored %s from %s (sha256 %s), undoing the apply of %s (image %s)\n", t.manifest, r.Backup, short(r.To), r.Undone.Time.Format(time.RFC3339), orNone(r.Undone.Image))
+			}
+			if r.Next != nil {
+				fmt.Printf("the next rollback would undo the apply of %s (image %s)\n", r.Next.Time.Format(time.RFC3339), orNone(r.Next.Image))
+			} else if r.Undone != nil {
+				fmt.Println("this is the manifest as it was before the first recorded apply")
+			}
+			return nil
+		},
+	}
+	t.bind(cmd)
+	cmd.Flags().StringVar(&to, "to", "", `"original": back to the manifest as it was before the first recorded apply`)
+	cmd.Flags().BoolVar(&force, "force", false, "roll back even though the manifest was edited since the apply")
+	return cmd
+}
+
+func newHistory() *cobra.Command {
+	var t target
+	cmd := &cobra.Command{
+		Use:   "history --manifest FILE",
+		Short: "List the recorded applies, oldest first; rollback undoes the last",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h, pending, err := (&cpswap.Swapper{BackupDir: t.backupDir}).HistoryOf(t.manifest)
+			if err != nil {
+				return err
+			}
+			if pending != "" {
+				fmt.Fprintf(os.Stderr, "warning: %s\n", pending)
+			}
+			if len(h.Applied) == 0 {
+				fmt.Printf("no apply of %s recorded in %s\n", t.manifest, t.backupDir)
+				return nil
+			}
+			for i, e := range h.Applied {
+				fmt.Printf("%d  %s  %s -> %s  image %s  flags %s\n   before %s\n   after  %s\n   %s\n", i+1, e.Time.Format(time.RFC3339),
+					short(e.Before.SHA256), short(e.After.SHA256), orNone(e.Image), orNone(strings.Join(e.Flags, " ")),
+					filepath.Join(t.backupDir, e.Before.Backup), filepath.Join(t.backupDir, e.After.Backup), e.Result)
+			}
+			return nil
+		},
+	}
+	t.bind(cmd)
+	return cmd
+}
+
+func newStatus() *cobra.Command {
+	var t target
+	var process string
+	cmd := &cobra.Command{
+		Use:   "status --manifest FILE",
+		Short: "What the manifest runs now, the process started from it, the rollback target, any unfinished apply",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			procs, err := cpswap.HostProcesses()
+			if err != nil {
+				return &cpswap.Failure{Code: cpswap.ExitRefused, Err: err}
+			}
+			st, err := (&cpswap.Swapper{BackupDir: t.backupDir}).StatusOf(t.manifest, t.container, process, procs)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("manifest:  %s (sha256 %s)\ncontainer: %s\nimage:     %s\n", st.Manifest, short(st.SHA256), st.Container, st.Image)
+			lock := st.Flags["--leader-elect-resource-lock"]
+			if lock == "" {
+				lock = "(not set: the image's default; endpointsleases for upstream 1.17, leases for this fork)"
+			}
+			fmt.Printf("lock:      %s\n", lock)
+			for _, name := range []string{"--leader-elect", "--config", "--kube-api-qps", "--kube-api-burst"} {
+				if v, ok := st.Flags[name]; ok {
+					fmt.Printf("flag:      %s=%s\n", name, v)
+				}
+			}
+			if st.Process != nil {
+				fmt.Printf("process:   pid %d, started %s\n", st.Process.PID, st.ProcessStarted.Format(time.RFC3339))
+			} else {
+				fmt.Println("process:   none running")
+			}
+			if st.RollbackTarget != nil {
+				fmt.Printf("rollback:  would undo the apply of %s (image %s), restoring sha256 %s; %d apply(s) recorded\n",
+					st.RollbackTarget.Time.Format(time.RFC3339), orNone(st.RollbackTarget.Image), short(st.RollbackTarget.Before.SHA256), st.Applies)
+			} else {
+				fmt.Println("rollback:  nothing recorded")
+			}
+			if st.InProgress != 0 {
+				fmt.Printf("apply:     in progress (cpswap pid %d)\n", st.InProgress)
+			}
+			if st.Unfinished != "" {
+				fmt.Printf("UNFINISHED: %s\n", st.Unfinished)
+			}
+			return nil
+		},
+	}
+	t.bind(cmd)
+	cmd.Flags().StringVar(&t.container, "container", "", "container (default: the only one)")
+	cmd.Flags().StringVar(&process, "process", "", "process name of the component (default: the component)")
+	return cmd
+}
+
+func short(sum string) string {
+	if len(sum) > 12 {
+		return sum[:12]
+	}
+	return sum
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(unchanged)"
+	}
+	return s
 }

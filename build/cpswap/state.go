@@ -1,0 +1,291 @@
+package cpswap
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// State is what cpswap keeps about one manifest in the backup directory:
+//
+//	<manifest>.lock          flock'ed by the apply or rollback under way; holds its PID
+//	<manifest>.journal       an apply under way: written before the manifest changes, removed
+//	                         when it is verified or rolled back; left behind by a SIGKILL
+//	<manifest>.history       the applies that succeeded, oldest first; rollback undoes the last
+//	<manifest>.sha256-<hex>  backups, named by their content's sha256
+//
+// The directory must be owned by the user running cpswap (root on a master) and writable by
+// nobody else, and every file restored from it must match the sha256 recorded for it: a backup
+// is run by the kubelet as a privileged pod, so whoever can write there could otherwise choose
+// what root installs.
+type State struct {
+	Dir      string // absolute, symlinks resolved
+	Manifest string // absolute path of the manifest
+	base     string
+}
+
+// Snapshot is one version of the manifest kept in the backup directory.
+type Snapshot struct {
+	Backup string `json:"backup"` // file name inside the backup directory
+	SHA256 string `json:"sha256"`
+}
+
+// Entry is one apply.
+type Entry struct {
+	Time   time.Time `json:"time"`
+	Before Snapshot  `json:"before"`
+	After  Snapshot  `json:"after"`
+	Image  string    `json:"image,omitempty"`
+	Flags  []string  `json:"flags,omitempty"`
+	// Result says how a finished entry ended ("verified: ..."); empty in a journal.
+	Result string `json:"result,omitempty"`
+	PID    int    `json:"pid,omitempty"`
+}
+
+// History is the chain of successful applies of one manifest.
+type History struct {
+	Manifest string  `json:"manifest"`
+	Applied  []Entry `json:"applied"`
+}
+
+func sha256Hex(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// OpenState checks the backup directory for manifest (both absolute) and creates it if needed.
+// kubeletDir is the manifests directory as the kubelet reads it (symlinks resolved).
+// With create false a missing directory is not created: the State then reads as empty.
+func OpenState(backupDir, manifest, kubeletDir string, create bool) (*State, error) {
+	if !filepath.IsAbs(backupDir) || !filepath.IsAbs(manifest) {
+		return nil, fmt.Errorf("internal error: paths must be absolute")
+	}
+	// Checked before the directory is created, so that a wrong one is not created in place.
+	if err := outside(kubeletDir, backupDir); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(backupDir); !create && errors.Is(err, os.ErrNotExist) {
+		return &State{Dir: backupDir, Manifest: manifest, base: filepath.Base(manifest)}, nil
+	}
+	if err := os.MkdirAll(backupDir, 0o700); err != nil {
+		return nil, fmt.Errorf("backup directory cannot be created: %v", err)
+	}
+	dir, err := filepath.EvalSymlinks(backupDir)
+	if err != nil {
+		return nil, fmt.Errorf("backup directory: %v", err)
+	}
+	if err := outside(kubeletDir, dir); err != nil {
+		return nil, err
+	}
+	if err := private(dir); err != nil {
+		return nil, err
+	}
+	return &State{Dir: dir, Manifest: manifest, base: filepath.Base(manifest)}, nil
+}
+
+func outside(manifestDir, backupDir string) error {
+	if rel, err := filepath.Rel(manifestDir, backupDir); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+		return fmt.Errorf("backup directory %s is inside the manifests directory %s: the kubelet would run a backup as a second static pod", backupDir, manifestDir)
+	}
+	return nil
+}
+
+// private refuses a backup directory that someone other than us could write to: not ours, group
+// or world writable, or below a directory others can write to without the sticky bit (they could
+// rename ours away).
+func private(dir string) error {
+	euid := os.Geteuid()
+	info, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("backup directory %s is not a directory", dir)
+	}
+	st := info.Sys().(*syscall.Stat_t)
+	if int(st.Uid) != euid {
+		return fmt.Errorf("backup directory %s is owned by uid %d, not by uid %d that runs cpswap: whoever owns it could choose what rollback installs", dir, st.Uid, euid)
+	}
+	if info.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("backup directory %s is writable by others (mode %v): whoever can write there could choose what rollback installs; chmod go-w it", dir, info.Mode().Perm())
+	}
+	for parent := filepath.Dir(dir); ; parent = filepath.Dir(parent) {
+		pinfo, err := os.Stat(parent)
+		if err != nil {
+			return err
+		}
+		if pinfo.Mode().Perm()&0o002 != 0 && pinfo.Mode()&os.ModeSticky == 0 {
+			return fmt.Errorf("backup directory %s is below %s, which anyone can write to (mode %v, no sticky bit)", dir, parent, pinfo.Mode().Perm())
+		}
+		if parent == "/" {
+			return nil
+		}
+	}
+}
+
+func (s *State) path(suffix string) string { return filepath.Join(s.Dir, s.base+suffix) }
+
+// Lock takes the manifest's apply lock without waiting; the error names the holder's PID.
+func (s *State) Lock() (unlock func(), err error) {
+	f, err := os.OpenFile(s.path(".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock: %v", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(f.Name())
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("another cpswap (pid %s) is working on %s; wait for it to finish", strings.TrimSpace(string(holder)), s.Manifest)
+		}
+		return nil, fmt.Errorf("lock %s: %v", f.Name(), err)
+	}
+	if err := f.Truncate(0); err == nil {
+		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return func() { f.Close() }, nil
+}
+
+// LockHolder returns the PID of a cpswap holding the lock, or 0.
+func (s *State) LockHolder() int {
+	f, err := os.Open(s.path(".lock"))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err == nil {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		return 0
+	}
+	data, _ := os.ReadFile(f.Name())
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	return pid
+}
+
+// Keep stores a version of the manifest and returns its snapshot.
+func (s *State) Keep(data []byte) (Snapshot, error) {
+	sum := sha256Hex(data)
+	snap := Snapshot{Backup: s.base + ".sha256-" + sum, SHA256: sum}
+	if existing, err := os.ReadFile(filepath.Join(s.Dir, snap.Backup)); err == nil && sha256Hex(existing) == sum {
+		return snap, nil
+	}
+	return snap, writeAtomic(filepath.Join(s.Dir, snap.Backup), data, 0o600)
+}
+
+// Load reads a kept version and checks it against its recorded sha256.
+func (s *State) Load(snap Snapshot) ([]byte, error) {
+	if snap.Backup == "" || snap.Backup != filepath.Base(snap.Backup) || !strings.HasPrefix(snap.Backup, s.base+".") {
+		return nil, fmt.Errorf("backup name %q is not a backup of %s in %s", snap.Backup, s.base, s.Dir)
+	}
+	path := filepath.Join(s.Dir, snap.Backup)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("backup %s: %v", path, err)
+	}
+	if got := sha256Hex(data); got != snap.SHA256 {
+		return nil, fmt.Errorf("backup %s has sha256 %s, recorded %s: it changed since it was written; refusing to restore it", path, got, snap.SHA256)
+	}
+	return data, nil
+}
+
+func (s *State) readJSON(suffix string, v interface{}) (bool, error) {
+	data, err := os.ReadFile(s.path(suffix))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return false, fmt.Errorf("%s: %v", s.path(suffix), err)
+	}
+	return true, nil
+}
+
+func (s *State) writeJSON(suffix string, v interface{}) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeAtomic(s.path(suffix), append(data, '\n'), 0o600)
+}
+
+// History reads the chain of applies.
+func (s *State) History() (*History, error) {
+	h := &History{Manifest: s.Manifest}
+	if _, err := s.readJSON(".history", h); err != nil {
+		return nil, err
+	}
+	if h.Manifest != s.Manifest {
+		return nil, fmt.Errorf("%s is the history of %s, not of %s: use another --backup-dir", s.path(".history"), h.Manifest, s.Manifest)
+	}
+	return h, nil
+}
+
+// SaveHistory writes the chain of applies.
+func (s *State) SaveHistory(h *History) error { return s.writeJSON(".history", h) }
+
+// Journal returns the apply under way or left unfinished, if any.
+func (s *State) Journal() (*Entry, error) {
+	var e Entry
+	found, err := s.readJSON(".journal", &e)
+	if !found || err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+// WriteJournal records an apply before the manifest changes.
+func (s *State) WriteJournal(e *Entry) error { return s.writeJSON(".journal", e) }
+
+// ClearJournal ends an apply.
+func (s *State) ClearJournal() error {
+	if err := os.Remove(s.path(".journal")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return syncDir(s.Dir)
+}
+
+// writeAtomic writes a file through a temporary file in the same directory, synced and renamed.
+func writeAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
