@@ -16,22 +16,7 @@ import (
 
 const newImage = "registry.example.com/k8s/kube-controller-manager:v1.17.3-idc.1"
 
-// kubeadmManifests writes real control-plane manifests with the kubeadm v1.17.3 the pipeline
-// built, into a fresh manifests directory, and returns that directory.
-func kubeadmManifests(t *testing.T) string {
-	t.Helper()
-	kubeadm := harness.Binary(t, "stock", "kubeadm")
-	root := t.TempDir()
-	config := "apiVersion: kubeadm.k8s.io/v1beta2\nkind: ClusterConfiguration\nkubernetesVersion: v1.17.3\nnetworking:\n  podSubnet: 10.244.0.0/16\n"
-	if err := os.WriteFile(filepath.Join(root, "kubeadm.yaml"), []byte(config), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(kubeadm, "init", "phase", "control-plane", "all", "--config", "/kubeadm.yaml", "--rootfs", root).CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubeadm: %v\n%s", err, out)
-	}
-	return filepath.Join(root, "etc/kubernetes/manifests")
-}
+func kubeadmManifests(t *testing.T) string { return harness.KubeadmManifests(t) }
 
 func read(t *testing.T, path string) []byte {
 	t.Helper()

@@ -60,8 +60,10 @@ Exit codes: 0 done; 1 refused, nothing changed; 2 usage error, nothing changed;
 3 changed, then rolled back; 4 changed and the rollback failed: act now.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
-		Args:          cobra.NoArgs,
+		// Runnable, so that an unknown verb is an error (exit 2) rather than help.
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
+	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newPlan(), newApply(), newRollback(), newHistory(), newStatus())
 	return root

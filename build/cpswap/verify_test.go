@@ -1,0 +1,298 @@
+package cpswap
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/procfs"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// fakeProc is a proc filesystem the test controls; its btime can be anything.
+type fakeProc struct {
+	t    *testing.T
+	root string
+}
+
+func newFakeProc(t *testing.T, btime int64) *fakeProc {
+	p := &fakeProc{t: t, root: t.TempDir()}
+	write(t, filepath.Join(p.root, "stat"), []byte(fmt.Sprintf("cpu  1 2 3 4 5 6 7 8 9 10\nbtime %d\n", btime)))
+	return p
+}
+
+// run adds a process (or replaces one with the same PID, as a reused PID).
+func (p *fakeProc) run(pid int, comm string, startTick uint64) {
+	dir := filepath.Join(p.root, fmt.Sprint(pid))
+	os.MkdirAll(dir, 0o755)
+	fields := make([]string, 49)
+	for i := range fields {
+		fields[i] = "0"
+	}
+	fields[0] = "S"
+	fields[19] = fmt.Sprint(startTick) // field 22 of the line
+	write(p.t, filepath.Join(dir, "stat"), []byte(fmt.Sprintf("%d (%s) %s\n", pid, comm, strings.Join(fields, " "))))
+}
+
+func (p *fakeProc) exit(pid int) { os.RemoveAll(filepath.Join(p.root, fmt.Sprint(pid))) }
+
+func (p *fakeProc) processes() Processes {
+	fs, err := procfs.NewFS(p.root)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return Processes{FS: fs}
+}
+
+// TestRestartDetectionInOneClockDomain: a restart is a (PID, start tick) pair that did not run
+// before, whatever /proc/stat's btime says (an NTP step or a VM pause moves wall-clock time away
+// from it) and even when the kubelet's new process reuses the old PID.
+func TestRestartDetectionInOneClockDomain(t *testing.T) {
+	for _, skew := range []time.Duration{-24 * time.Hour, 0, 24 * time.Hour} {
+		t.Run(fmt.Sprint("btime skewed by ", skew), func(t *testing.T) {
+			fake := newFakeProc(t, time.Now().Add(skew).Unix())
+			fake.run(100, "kube-controller", 5000)
+			fake.run(200, "kube-scheduler", 6000)
+			procs := fake.processes()
+			before, err := procs.Named("kube-controller-manager")
+			if err != nil || len(before) != 1 {
+				t.Fatalf("before: %v %v", before, err)
+			}
+
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			if _, err := procs.WaitForNew(ctx, "kube-controller-manager", before, 20*time.Millisecond); err == nil ||
+				!strings.Contains(err.Error(), "has not restarted it (still pid 100)") {
+				t.Errorf("the old process taken for a new one: %v", err)
+			}
+
+			fake.run(100, "kube-controller", 7000) // the same PID, started later
+			ctx2, cancel2 := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel2()
+			got, err := procs.WaitForNew(ctx2, "kube-controller-manager", before, 20*time.Millisecond)
+			if err != nil || got != (Process{PID: 100, StartTick: 7000}) {
+				t.Errorf("restart with a reused PID: %+v %v", got, err)
+			}
+			if !procs.Alive(got) || procs.Alive(before[0]) {
+				t.Error("Alive does not tell the old process from the new one")
+			}
+		})
+	}
+}
+
+// fakeAPIServer serves one Lease, as the test sets it, to the verifier's REST client.
+type fakeAPIServer struct {
+	mu     sync.Mutex
+	holder string
+	renew  time.Time
+	hang   bool
+	server *httptest.Server
+}
+
+func newFakeAPIServer(t *testing.T) *fakeAPIServer {
+	f := &fakeAPIServer{}
+	release := make(chan struct{})
+	f.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		hang, holder, renew := f.hang, f.holder, f.renew
+		f.mu.Unlock()
+		if hang {
+			<-release
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if holder == "" {
+			w.WriteHeader(http.StatusNotFound)
+			w.Write([]byte( `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`))
+			return
+		}
+		json.NewEncoder(w).Encode(&coordinationv1.Lease{
+			TypeMeta:   metav1.TypeMeta{Kind: "Lease", APIVersion: "coordination.k8s.io/v1"},
+			ObjectMeta: metav1.ObjectMeta{Name: "kube-controller-manager", Namespace: "kube-system"},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, RenewTime: &metav1.MicroTime{Time: renew}},
+		})
+	}))
+	t.Cleanup(func() { close(release); f.server.Close() })
+	return f
+}
+
+func (f *fakeAPIServer) set(holder string, renew time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.holder, f.renew = holder, renew
+}
+
+func (f *fakeAPIServer) leases(t *testing.T) rest.Interface {
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: f.server.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client.CoordinationV1().RESTClient()
+}
+
+// healthServer answers 200 until told otherwise.
+func healthServer(t *testing.T) (url string, set func(int)) {
+	var mu sync.Mutex
+	code := http.StatusOK
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		w.WriteHeader(code)
+	}))
+	t.Cleanup(s.Close)
+	return s.URL + "/healthz", func(c int) { mu.Lock(); code = c; mu.Unlock() }
+}
+
+// TestVerifierWantsTheNewInstanceAndASoak: the old instance renewing the Lease is not proof; a new
+// identity of this host leads, another master's holder means this one stands by; a process that
+// dies or a health check that fails during the soak fails verification.
+func TestVerifierWantsTheNewInstanceAndASoak(t *testing.T) {
+	tests := []struct {
+		name string
+		// during runs once the new process is up.
+		during  func(api *fakeAPIServer, proc *fakeProc, health func(int))
+		wantErr string
+		wantOK  string
+	}{
+		{
+			name:    "only the old instance of this master renews",
+			during:  func(api *fakeAPIServer, _ *fakeProc, _ func(int)) { api.set("master-1_old", time.Now()) },
+			wantErr: "still renewed by master-1_old, this master's old instance",
+		},
+		{
+			name:   "the new instance of this master leads",
+			during: func(api *fakeAPIServer, _ *fakeProc, _ func(int)) { api.set("master-1_new", time.Now()) },
+			wantOK: "leads: Lease kube-system/kube-controller-manager held and renewed by master-1_new",
+		},
+		{
+			name:   "another master leads",
+			during: func(api *fakeAPIServer, _ *fakeProc, _ func(int)) { api.set("master-2_x", time.Now()) },
+			wantOK: "stands by",
+		},
+		{
+			name: "health fails during the soak",
+			during: func(api *fakeAPIServer, _ *fakeProc, health func(int)) {
+				api.set("master-1_new", time.Now())
+				go func() { time.Sleep(150 * time.Millisecond); health(http.StatusInternalServerError) }()
+			},
+			wantErr: "during the 600ms soak: health",
+		},
+		{
+			name: "the new process exits during the soak",
+			during: func(api *fakeAPIServer, proc *fakeProc, _ func(int)) {
+				api.set("master-1_new", time.Now())
+				go func() { time.Sleep(150 * time.Millisecond); proc.exit(101) }()
+			},
+			wantErr: "exited during the 600ms soak",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			api := newFakeAPIServer(t)
+			api.set("master-1_old", time.Now().Add(-time.Second))
+			fake := newFakeProc(t, time.Now().Unix())
+			fake.run(100, "kube-controller", 5000)
+			url, health := healthServer(t)
+			v := &ComponentVerifier{
+				Procs: fake.processes(), Comm: "kube-controller-manager", HealthURL: url,
+				Leases: api.leases(t), LeaseNamespace: "kube-system", LeaseName: "kube-controller-manager",
+				Hostname: "master-1", Interval: 20 * time.Millisecond, Soak: 600 * time.Millisecond,
+			}
+			if err := v.Before(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			// The kubelet restarts the component.
+			fake.exit(100)
+			fake.run(101, "kube-controller", 9000)
+			tc.during(api, fake, health)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			got, err := v.After(ctx)
+			switch {
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("error %v, want %q", err, tc.wantErr)
+			case tc.wantOK != "" && (err != nil || !strings.Contains(got, tc.wantOK)):
+				t.Errorf("got %q, %v; want %q", got, err, tc.wantOK)
+			}
+		})
+	}
+}
+
+// TestLeaseRequestsAreBounded: an apiserver that accepts and never answers cannot hold cpswap past
+// its bounds: the preflight fails with nothing changed, and verification ends with its context.
+func TestLeaseRequestsAreBounded(t *testing.T) {
+	api := newFakeAPIServer(t)
+	api.hang = true
+	fake := newFakeProc(t, time.Now().Unix())
+	url, _ := healthServer(t)
+	v := &ComponentVerifier{
+		Procs: fake.processes(), Comm: "kube-controller-manager", HealthURL: url,
+		Leases: api.leases(t), LeaseNamespace: "kube-system", LeaseName: "kube-controller-manager",
+		Hostname: "master-1", Interval: 20 * time.Millisecond, RequestTimeout: 300 * time.Millisecond,
+	}
+	start := time.Now()
+	if err := v.Before(context.Background()); err == nil || !strings.Contains(err.Error(), "no answer within 300ms") {
+		t.Errorf("preflight against a silent apiserver: %v", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("preflight took %v", took)
+	}
+	v.RequestTimeout = time.Hour
+	fake.run(101, "kube-controller", 9000)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	start = time.Now()
+	if _, err := v.After(ctx); err == nil || !strings.Contains(err.Error(), "timed out") {
+		t.Errorf("verification against a silent apiserver: %v", err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("verification took %v with a 1s timeout", took)
+	}
+}
+
+func TestHealthURL(t *testing.T) {
+	dir := kubeadmManifests(t)
+	for name, want := range map[string]string{
+		"kube-controller-manager.yaml": "https://127.0.0.1:10257/healthz",
+		"kube-scheduler.yaml":          "https://127.0.0.1:10259/healthz",
+	} {
+		got, err := HealthURL(read(t, filepath.Join(dir, name)), "")
+		if err != nil || got != want {
+			t.Errorf("%s: HealthURL = %q, %v; want %q", name, got, err, want)
+		}
+	}
+	kcm := filepath.Join(dir, "kube-controller-manager.yaml")
+	tests := []struct {
+		replace       []string
+		want, wantErr string
+	}{
+		{replace: []string{"host: 127.0.0.1", "host: ::1"}, want: "https://[::1]:10257/healthz"},
+		{replace: []string{"port: 10257", "port: metrics", "    name: kube-controller-manager\n", "    name: kube-controller-manager\n    ports:\n    - containerPort: 10257\n      name: metrics\n"}, want: "https://127.0.0.1:10257/healthz"},
+		{replace: []string{"port: 10257", "port: secure"}, wantErr: `port "secure" is neither a number nor one of its named ports`},
+	}
+	for _, tc := range tests {
+		data := string(read(t, kcm))
+		for i := 0; i < len(tc.replace); i += 2 {
+			data = strings.Replace(data, tc.replace[i], tc.replace[i+1], 1)
+		}
+		got, err := HealthURL([]byte(data), "")
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%v: error %v, want %q", tc.replace, err, tc.wantErr)
+			}
+		} else if err != nil || got != tc.want {
+			t.Errorf("%v: %q, %v; want %q", tc.replace, got, err, tc.want)
+		}
+	}
+}
