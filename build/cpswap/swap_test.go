@@ -70,9 +70,9 @@ func wantCode(t *testing.T, err error, code int, contains string) {
 
 func TestApplyRejectsBadInputAndChangesNothing(t *testing.T) {
 	tests := []struct {
-		name    string
-		prepare func(t *testing.T, manifest string, s *Swapper) // makes the bad input
-		change  Change
+		name     string
+		prepare  func(t *testing.T, manifest string, s *Swapper) // makes the bad input
+		change   Change
 		verify   *fakeVerifier
 		relative bool // --manifest as a name in the working directory
 		wantErr  string
@@ -157,8 +157,10 @@ func TestApplyRejectsBadInputAndChangesNothing(t *testing.T) {
 			wantErr: "--timeout must be positive",
 		},
 		{
-			name:    "the apiserver cannot be asked (preflight)",
-			verify:  &fakeVerifier{before: func(context.Context) error { return errors.New("Lease kube-system/kube-controller-manager: no answer within 5s") }},
+			name: "the apiserver cannot be asked (preflight)",
+			verify: &fakeVerifier{before: func(context.Context) error {
+				return errors.New("Lease kube-system/kube-controller-manager: no answer within 5s")
+			}},
 			wantErr: "before changing anything: Lease kube-system/kube-controller-manager: no answer",
 		},
 		{

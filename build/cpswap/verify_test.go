@@ -114,7 +114,7 @@ func newFakeAPIServer(t *testing.T) *fakeAPIServer {
 		w.Header().Set("Content-Type", "application/json")
 		if holder == "" {
 			w.WriteHeader(http.StatusNotFound)
-			w.Write([]byte( `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`))
+			w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`))
 			return
 		}
 		json.NewEncoder(w).Encode(&coordinationv1.Lease{
