@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks the patch series without touching the upstream tree: every patch is listed once and
-# listed patches exist, headers carry the provenance fields, the series applies on pristine
-# upstream (build fixes first), and git format-patch of the result reproduces patches/ byte for byte.
+# listed patches exist, headers carry the provenance fields, patches/UPSTREAM.md decides every
+# upstream 1.17 changelog entry after our base, the series applies on pristine upstream (build
+# fixes first), and git format-patch of the result reproduces patches/ byte for byte.
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -25,6 +26,9 @@ if [ ${#problems[@]} -gt 0 ]; then
   printf 'verify-patches: %s\n' "${problems[@]}" >&2
   exit 1
 fi
+
+log "verify-patches: upstream changelog triage (patches/UPSTREAM.md)"
+(cd "${REPO_ROOT}" && go run ./build/cmd/verify-upstream -pins build/changelog.sum -record patches/UPSTREAM.md -series "${SERIES_FILE}")
 
 [ -d "${TREE_DIR}/.git" ] || die "no upstream tree at ${TREE_DIR}; run 'make source' first"
 scratch=$(mktemp -d "${OUTPUT_DIR}/verify-patches.XXXXXX")
