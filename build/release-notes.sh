@@ -19,7 +19,8 @@ cat <<EOT
 kube-controller-manager and kube-scheduler ${UPSTREAM_VERSION} with the patches below, built with
 ${GO_TOOLCHAIN} from the hash-verified upstream module sources. They replace upstream's images in a
 kubeadm ${UPSTREAM_VERSION} control plane; kube-apiserver stays stock. Series commit:
-\`$(tree_git rev-parse "patched^{commit}")\`.
+\`$(tree_git rev-parse "patched^{commit}")\`. Every fix upstream shipped in 1.17 after
+${UPSTREAM_VERSION}, and whether this release carries it: \`patches/UPSTREAM.md\`.
 
 EOT
 
