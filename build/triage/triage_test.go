@@ -97,8 +97,10 @@ func TestCheck(t *testing.T) {
 	}{
 		{name: "complete", edit: func(s string) string { return s }},
 		{
-			name:      "a deleted row",
-			edit:      func(s string) string { return strings.Replace(s, "| v1.17.6 | #90032 | not needed | managedFields wiped | apiserver strategies only |\n", "", 1) },
+			name: "a deleted row",
+			edit: func(s string) string {
+				return strings.Replace(s, "| v1.17.6 | #90032 | not needed | managedFields wiped | apiserver strategies only |\n", "", 1)
+			},
 			wantError: `v1.17.6 #90032 has no row: "A bullet that wraps"`,
 		},
 		{
