@@ -176,7 +176,7 @@ func (s *State) Keep(data []byte) (Snapshot, error) {
 	if existing, err := os.ReadFile(filepath.Join(s.Dir, snap.Backup)); err == nil && sha256Hex(existing) == sum {
 		return snap, nil
 	}
-	return snap, writeAtomic(filepath.Join(s.Dir, snap.Backup), data, 0o600)
+	return snap, writeAtomic(filepath.Join(s.Dir, snap.Backup), data, 0o600, nil)
 }
 
 // Load reads a kept version and checks it against its recorded sha256.
@@ -214,7 +214,7 @@ func (s *State) writeJSON(suffix string, v interface{}) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(s.path(suffix), append(data, '\n'), 0o600)
+	return writeAtomic(s.path(suffix), append(data, '\n'), 0o600, nil)
 }
 
 // History reads the chain of applies.
@@ -253,30 +253,36 @@ func (s *State) ClearJournal() error {
 	return syncDir(s.Dir)
 }
 
-// writeAtomic writes a file through a temporary file in the same directory, synced and renamed.
-func writeAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+// writeAtomic writes a file through a temporary file in the same directory, hidden by a leading
+// dot (the kubelet skips dot files in the manifests directory), synced, with mode and, when owner
+// is given, its owner, renamed over the file; then the directory is synced, so that a crash leaves
+// the old file or the new one, never a mix.
+func writeAtomic(path string, data []byte, mode os.FileMode, owner *syscall.Stat_t) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".cpswap-*")
+	if err != nil {
+		return fmt.Errorf("temporary file: %v", err)
+	}
+	defer os.Remove(tmp.Name())
+	err = func() error {
+		defer tmp.Close()
+		if _, err := tmp.Write(data); err != nil {
+			return err
+		}
+		if err := tmp.Chmod(mode); err != nil {
+			return err
+		}
+		if owner != nil {
+			if err := tmp.Chown(int(owner.Uid), int(owner.Gid)); err != nil {
+				return err
+			}
+		}
+		return tmp.Sync()
+	}()
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
+		return fmt.Errorf("replacing %s: %v", path, err)
 	}
 	return syncDir(filepath.Dir(path))
 }

@@ -386,41 +386,11 @@ func podIdentity(p *v1.Pod) string {
 	return fmt.Sprintf("pod %s (containers %s)", p.Name, strings.Join(names, ", "))
 }
 
-// replace writes data over file atomically: a temporary file in the same directory, hidden by a
-// leading dot (the kubelet skips dot files in the manifests directory), synced, with the
-// original's mode and owner, renamed over the file; then the directory is synced. A symlinked
-// manifest stays a symlink: file is the regular file behind it.
+// replace writes data over file atomically with the original's mode and owner (writeAtomic). A
+// symlinked manifest stays a symlink: file is the regular file behind it.
 func replace(file string, data []byte, original os.FileInfo) error {
-	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".cpswap-*")
-	if err != nil {
-		return fmt.Errorf("temporary file: %v", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(original.Mode().Perm()); err != nil {
-		tmp.Close()
-		return err
-	}
-	if st, ok := original.Sys().(*syscall.Stat_t); ok {
-		if err := tmp.Chown(int(st.Uid), int(st.Gid)); err != nil {
-			tmp.Close()
-			return err
-		}
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), file); err != nil {
-		return fmt.Errorf("replacing %s: %v", file, err)
-	}
-	return syncDir(filepath.Dir(file))
+	owner, _ := original.Sys().(*syscall.Stat_t)
+	return writeAtomic(file, data, original.Mode().Perm(), owner)
 }
 
 // writable refuses a read-only manifests directory: a read-only mount, or no write permission
