@@ -59,12 +59,15 @@ func (v *ComponentVerifier) requestTimeout() time.Duration {
 	return 5 * time.Second
 }
 
-func (v *ComponentVerifier) getLease(ctx context.Context) (*coordinationv1.Lease, error) {
-	ctx, cancel := context.WithTimeout(ctx, v.requestTimeout())
+func (v *ComponentVerifier) getLease(parent context.Context) (*coordinationv1.Lease, error) {
+	ctx, cancel := context.WithTimeout(parent, v.requestTimeout())
 	defer cancel()
 	lease := &coordinationv1.Lease{}
 	err := v.Leases.Get().Namespace(v.LeaseNamespace).Resource("leases").Name(v.LeaseName).Context(ctx).Do().Into(lease)
-	if err != nil && ctx.Err() != nil {
+	switch {
+	case err != nil && parent.Err() != nil:
+		return nil, parent.Err() // the verification's own time is up, not this request's
+	case err != nil && ctx.Err() != nil:
 		return nil, fmt.Errorf("Lease %s/%s: no answer within %v", v.LeaseNamespace, v.LeaseName, v.requestTimeout())
 	}
 	return lease, err
@@ -143,6 +146,7 @@ func (v *ComponentVerifier) After(ctx context.Context) (string, error) {
 		return "", err
 	}
 	var lease string
+	missing := fmt.Errorf("nothing checked yet")
 	for {
 		err = v.health(ctx)
 		if err == nil {
@@ -151,12 +155,15 @@ func (v *ComponentVerifier) After(ctx context.Context) (string, error) {
 		if err == nil {
 			break
 		}
+		if ctx.Err() == nil {
+			missing = err // what the last complete check found missing
+		}
 		if !v.Procs.Alive(proc) {
-			return "", fmt.Errorf("the new %s (pid %d) exited: %v", v.Comm, proc.PID, err)
+			return "", fmt.Errorf("the new %s (pid %d) exited: %v", v.Comm, proc.PID, missing)
 		}
 		select {
 		case <-ctx.Done():
-			return "", fmt.Errorf("timed out: %v", err)
+			return "", fmt.Errorf("timed out: %v", missing)
 		case <-time.After(v.Interval):
 		}
 	}
