@@ -216,7 +216,7 @@ func TestVerifierWantsTheNewInstanceAndASoak(t *testing.T) {
 			fake.exit(100)
 			fake.run(101, "kube-controller", 9000)
 			tc.during(api, fake, health)
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 			defer cancel()
 			got, err := v.After(ctx)
 			switch {
