@@ -102,6 +102,24 @@ func parseCommandLine(c *v1.Container) commandLine {
 	return cl
 }
 
+// scalarFlags hold one value, the last occurrence's (list and map flags such as --controllers or
+// --feature-gates merge theirs instead).
+var scalarFlags = map[string]bool{
+	"--leader-elect": true, lockFlag: true, "--leader-elect-resource-name": true, "--leader-elect-resource-namespace": true,
+	"--kube-api-qps": true, "--kube-api-burst": true, "--config": true,
+}
+
+// count is how often a flag occurs.
+func (cl commandLine) count(name string) int {
+	n := 0
+	for _, f := range cl.flags {
+		if f.Name == name {
+			n++
+		}
+	}
+	return n
+}
+
 // Value returns the effective value of a flag (its last occurrence) and whether it is set.
 func (cl commandLine) Value(name string) (string, bool) {
 	value, set := "", false

@@ -71,17 +71,59 @@ func changedLines(diff string) (removed, added []string) {
 	return removed, added
 }
 
-func TestRoundTripKeepsKubeadmManifestsByteForByte(t *testing.T) {
+// TestInPlaceEditRewritesOnlyTheEditedLines runs the byte editor itself over kubeadm's manifests:
+// rewriting every command word and the image with their own values gives back the same bytes.
+func TestInPlaceEditRewritesOnlyTheEditedLines(t *testing.T) {
 	dir := kubeadmManifests(t)
 	for _, name := range []string{"kube-controller-manager.yaml", "kube-scheduler.yaml", "kube-apiserver.yaml"} {
 		original := read(t, filepath.Join(dir, name))
-		e, err := Edit(original, Change{})
+		pod, err := Parse(original)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !e.Unchanged() {
-			t.Errorf("%s changed by an empty change:\n%s", name, Diff(name, original, e.After))
+		c := pod.Spec.Containers[0]
+		var edits []edit
+		for i := range c.Command {
+			text := c.Command[i]
+			edits = append(edits, edit{list: inCommand, index: i, text: &text})
 		}
+		got, err := editBytes(original, c.Name, c.Image, edits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, original) {
+			t.Errorf("%s changed by rewriting its lines with their own values:\n%s", name, Diff(name, original, got))
+		}
+	}
+}
+
+// TestInPlaceEditKeepsLineEndingsAndTabComments: a CRLF manifest stays CRLF, inserted lines too;
+// a comment after a tab stays.
+func TestInPlaceEditKeepsLineEndingsAndTabComments(t *testing.T) {
+	original := kcmManifest(t, "    - --leader-elect=true\n", "    - --leader-elect=true\t# three masters\n")
+	crlf := bytes.ReplaceAll(original, []byte("\n"), []byte("\r\n"))
+	e, err := Edit(crlf, Change{Image: newImage, Profiles: profiles(t, "leases")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(e.After, []byte("\n")); n != bytes.Count(e.After, []byte("\r\n")) {
+		t.Errorf("%d lines, %d of them CRLF", n, bytes.Count(e.After, []byte("\r\n")))
+	}
+	e, err = Edit(original, Change{Flags: []Flag{{Name: "--leader-elect", Value: "true"}, {Name: "--kube-api-qps", Value: "30"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(e.After, []byte("    - --leader-elect=true\t# three masters\n")) {
+		t.Errorf("the tab comment was lost:\n%s", Diff("m", original, e.After))
+	}
+}
+
+// TestRepeatedListFlagsAreNotRewritten: pflag merges repeated list and map flags, so "the last
+// one wins" does not hold for them; cpswap refuses to set one that is repeated.
+func TestRepeatedListFlagsAreNotRewritten(t *testing.T) {
+	original := kcmManifest(t, "    - --leader-elect=true\n", "    - --leader-elect=true\n    - --feature-gates=A=true\n    - --feature-gates=B=false\n")
+	if _, err := Edit(original, Change{Flags: []Flag{{Name: "--feature-gates", Value: "C=true"}}}); err == nil || !strings.Contains(err.Error(), "--feature-gates appears 2 times") {
+		t.Errorf("error %v, want the repeated list flag refused", err)
 	}
 }
 
@@ -241,7 +283,8 @@ func TestArgsOnlyManifestKeepsTheImageEntrypoint(t *testing.T) {
 func TestLeaderElectionMoves(t *testing.T) {
 	tests := []struct {
 		from, to string
-		off      bool // the manifest has --leader-elect=false
+		off      bool   // the manifest has --leader-elect=false
+		elect    string // the manifest's --leader-elect value, if not "true"
 		flags    []Flag
 		wantErr  string
 		wantNote string
@@ -259,12 +302,20 @@ func TestLeaderElectionMoves(t *testing.T) {
 		{from: "", to: "nonsense", wantErr: "not a lock type"},
 		{from: "endpointsleases", flags: []Flag{{Name: "--leader-elect", Value: "false"}}, wantErr: "turn leader election off"},
 		{from: "endpoints", to: "leases", off: true, wantNote: "leader election is off"},
+		// pflag reads booleans with strconv.ParseBool: "True" and "1" are on.
+		{from: "endpoints", to: "leases", elect: "True", wantErr: "share no lock object"},
+		{from: "endpointsleases", elect: "1", flags: []Flag{{Name: "--leader-elect", Value: "false"}}, wantErr: "turn leader election off"},
+		{from: "endpointsleases", elect: "yes", to: "leases", wantErr: "--leader-elect=yes is not a boolean"},
+		{from: "leases", flags: []Flag{{Name: "--leader-elect-resource-name", Value: "kcm2"}}, wantErr: "refusing to change --leader-elect-resource-name"},
 	}
 	for _, tc := range tests {
-		t.Run(fmt.Sprintf("%s->%s off=%v %v", tc.from, tc.to, tc.off, tc.flags), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s->%s off=%v elect=%s %v", tc.from, tc.to, tc.off, tc.elect, tc.flags), func(t *testing.T) {
 			lines := "    - --leader-elect=true\n"
 			if tc.off {
 				lines = "    - --leader-elect=false\n"
+			}
+			if tc.elect != "" {
+				lines = "    - --leader-elect=" + tc.elect + "\n"
 			}
 			if tc.from != "" {
 				lines += "    - --leader-elect-resource-lock=" + tc.from + "\n"

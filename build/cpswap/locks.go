@@ -3,6 +3,7 @@ package cpswap
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -39,17 +40,44 @@ func knownLocks() string {
 	return strings.Join(names, ", ")
 }
 
-func electing(cl commandLine) bool {
+// electing reads --leader-elect as pflag does (strconv.ParseBool: 1, t, T, TRUE, true, True, ...).
+func electing(cl commandLine) (bool, error) {
 	v, set := cl.Value("--leader-elect")
-	return !set || v == "true"
+	if !set {
+		return true, nil
+	}
+	on, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("--leader-elect=%s is not a boolean", v)
+	}
+	return on, nil
 }
+
+// lockObjectFlags name the lock object; changing them moves the lock as surely as changing its
+// type (kube-scheduler 1.17 also reads the deprecated --lock-object-*).
+var lockObjectFlags = []string{"--leader-elect-resource-name", "--leader-elect-resource-namespace", "--lock-object-name", "--lock-object-namespace"}
 
 // checkLeaderElection refuses a change after which this master's instance could lead beside the
 // instances on the other masters, which still run the manifest's current settings. It returns
 // notes for the operator.
 func checkLeaderElection(before, after commandLine) ([]string, error) {
-	if electing(before) && !electing(after) {
+	electBefore, err := electing(before)
+	if err != nil {
+		return nil, err
+	}
+	electAfter, err := electing(after)
+	if err != nil {
+		return nil, err
+	}
+	if electBefore && !electAfter {
 		return nil, fmt.Errorf("refusing to turn leader election off (--leader-elect=false): this instance would act beside the leader on the other masters")
+	}
+	for _, name := range lockObjectFlags {
+		old, _ := before.Value(name)
+		new, _ := after.Value(name)
+		if old != new && electAfter {
+			return nil, fmt.Errorf("refusing to change %s (%q to %q): this instance would lock another object than the other masters, and both would lead", name, old, new)
+		}
 	}
 	newLock, setAfter := after.Value(lockFlag)
 	oldLock, setBefore := before.Value(lockFlag)
@@ -58,7 +86,7 @@ func checkLeaderElection(before, after commandLine) ([]string, error) {
 			return nil, fmt.Errorf("%s=%s is not a lock type (known: %s)", lockFlag, newLock, knownLocks())
 		}
 	}
-	if !electing(after) {
+	if !electAfter {
 		if setAfter && newLock != oldLock {
 			return []string{"leader election is off in this manifest (--leader-elect=false): the lock type takes effect only when it is turned on"}, nil
 		}

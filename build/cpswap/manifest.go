@@ -129,6 +129,11 @@ func Edit(data []byte, change Change) (*Edited, error) {
 		return nil, err
 	}
 	after := parseCommandLine(ec)
+	for _, f := range flags {
+		if got, ok := after.Value(f.Name); !ok || got != f.Value {
+			return nil, fmt.Errorf("%s=%s would not take effect where cpswap can write it (after a \"--\"?)", f.Name, f.Value)
+		}
+	}
 	electionNotes, err := checkLeaderElection(before, after)
 	if err != nil {
 		return nil, err
@@ -171,6 +176,9 @@ func resolveFlags(component string, before commandLine, change Change) ([]Flag, 
 	}
 	var notes []string
 	for i, f := range flags {
+		if n := before.count(f.Name); n > 1 && !scalarFlags[f.Name] {
+			return nil, nil, fmt.Errorf("%s appears %d times: the component may merge the occurrences (a list or map flag), so cpswap will not set it; leave one in the manifest first", f.Name, n)
+		}
 		if strings.HasPrefix(f.Name, "--leader-elect") && component == "kube-scheduler" {
 			if config, ok := before.Value("--config"); ok {
 				return nil, nil, fmt.Errorf("kube-scheduler runs with --config %s: in 1.17 it ignores the %s flag then; set leaderElection in that file instead", config, f.Name)
@@ -210,4 +218,49 @@ func Diff(path string, before, after []byte) string {
 		FromFile: path, ToFile: path + " (new)", Context: 2,
 	})
 	return diff
+}
+
+// ComponentArgs are the flags the changed container runs with: command[1:] and args (command
+// replaces the image's entrypoint, args follow it), the end of the new process's command line.
+func ComponentArgs(e *Edited) []string {
+	pod, err := Parse(e.After)
+	if err != nil {
+		return nil
+	}
+	c, err := container(pod, e.Container)
+	if err != nil {
+		return nil
+	}
+	args := []string{}
+	if len(c.Command) > 1 {
+		args = append(args, c.Command[1:]...)
+	}
+	return append(args, c.Args...)
+}
+
+// LeaseOf is the leader Lease the changed component uses: kube-system/<component> unless its
+// flags name another object.
+func LeaseOf(e *Edited) (namespace, name string) {
+	namespace, name = "kube-system", e.Component
+	pod, err := Parse(e.After)
+	if err != nil {
+		return namespace, name
+	}
+	c, err := container(pod, e.Container)
+	if err != nil {
+		return namespace, name
+	}
+	cl := parseCommandLine(c)
+	for _, f := range []struct {
+		flag string
+		into *string
+	}{
+		{"--lock-object-namespace", &namespace}, {"--leader-elect-resource-namespace", &namespace},
+		{"--lock-object-name", &name}, {"--leader-elect-resource-name", &name},
+	} {
+		if v, ok := cl.Value(f.flag); ok && v != "" {
+			*f.into = v
+		}
+	}
+	return namespace, name
 }

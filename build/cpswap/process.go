@@ -33,7 +33,10 @@ func HostProcesses() (Processes, error) {
 }
 
 // Named lists the running processes whose comm is comm (the kernel keeps 15 characters).
-func (p Processes) Named(comm string) ([]Process, error) {
+func (p Processes) Named(comm string) ([]Process, error) { return p.named(comm, nil) }
+
+// named lists them, keeping only those whose command line ends with args when args is not nil.
+func (p Processes) named(comm string, args []string) ([]Process, error) {
 	procs, err := p.FS.AllProcs()
 	if err != nil {
 		return nil, err
@@ -47,10 +50,29 @@ func (p Processes) Named(comm string) ([]Process, error) {
 		if err != nil || stat.Comm != comm {
 			continue // the process ended, or another one
 		}
+		if args != nil {
+			cmdline, err := proc.CmdLine()
+			if err != nil || !endsWith(cmdline, args) {
+				continue
+			}
+		}
 		out = append(out, Process{PID: stat.PID, StartTick: stat.Starttime})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].StartTick < out[j].StartTick })
 	return out, nil
+}
+
+func endsWith(cmdline, args []string) bool {
+	if len(cmdline) < len(args) {
+		return false
+	}
+	tail := cmdline[len(cmdline)-len(args):]
+	for i := range args {
+		if tail[i] != args[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // Alive reports whether the process still runs (same PID, same start).
@@ -73,14 +95,15 @@ func (p Processes) StartedAt(proc Process) (time.Time, error) {
 	return time.Unix(int64(stat.BootTime), 0).Add(time.Duration(proc.StartTick) * time.Second / userHZ), nil
 }
 
-// WaitForNew waits until a process named comm runs that is not among before, and returns it.
-func (p Processes) WaitForNew(ctx context.Context, comm string, before []Process, interval time.Duration) (Process, error) {
+// WaitForNew waits until a process named comm runs that is not among before (and, if args is not
+// nil, whose command line ends with args: the flags of the new manifest), and returns it.
+func (p Processes) WaitForNew(ctx context.Context, comm string, args []string, before []Process, interval time.Duration) (Process, error) {
 	old := map[Process]bool{}
 	for _, proc := range before {
 		old[proc] = true
 	}
 	for {
-		now, err := p.Named(comm)
+		now, err := p.named(comm, args)
 		for i := len(now) - 1; i >= 0 && err == nil; i-- {
 			if !old[now[i]] {
 				return now[i], nil
@@ -91,10 +114,33 @@ func (p Processes) WaitForNew(ctx context.Context, comm string, before []Process
 			if err != nil {
 				return Process{}, fmt.Errorf("no new %s process: %v", comm, err)
 			}
+			if len(now) == 0 && args != nil {
+				return Process{}, fmt.Errorf("no %s process runs with the new manifest's flags", comm)
+			}
 			if len(now) == 0 {
 				return Process{}, fmt.Errorf("no %s process running", comm)
 			}
 			return Process{}, fmt.Errorf("no new %s process: the kubelet has not restarted it (still pid %d)", comm, now[len(now)-1].PID)
+		case <-time.After(interval):
+		}
+	}
+}
+
+// WaitGone waits until none of procs runs any more.
+func (p Processes) WaitGone(ctx context.Context, procs []Process, interval time.Duration) error {
+	for {
+		alive := -1
+		for i, proc := range procs {
+			if p.Alive(proc) {
+				alive = i
+			}
+		}
+		if alive < 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the old process (pid %d) still runs", procs[alive].PID)
 		case <-time.After(interval):
 		}
 	}

@@ -122,8 +122,12 @@ func private(dir string) error {
 		if err != nil {
 			return err
 		}
-		if pinfo.Mode().Perm()&0o002 != 0 && pinfo.Mode()&os.ModeSticky == 0 {
-			return fmt.Errorf("backup directory %s is below %s, which anyone can write to (mode %v, no sticky bit)", dir, parent, pinfo.Mode().Perm())
+		owner := int(pinfo.Sys().(*syscall.Stat_t).Uid)
+		if owner != 0 && owner != euid {
+			return fmt.Errorf("backup directory %s is below %s, owned by uid %d, who could put another directory in its place", dir, parent, owner)
+		}
+		if pinfo.Mode().Perm()&0o022 != 0 && pinfo.Mode()&os.ModeSticky == 0 {
+			return fmt.Errorf("backup directory %s is below %s, which others can write to (mode %v, no sticky bit)", dir, parent, pinfo.Mode().Perm())
 		}
 		if parent == "/" {
 			return nil
@@ -176,7 +180,8 @@ func (s *State) Keep(data []byte) (Snapshot, error) {
 	if existing, err := os.ReadFile(filepath.Join(s.Dir, snap.Backup)); err == nil && sha256Hex(existing) == sum {
 		return snap, nil
 	}
-	return snap, writeAtomic(filepath.Join(s.Dir, snap.Backup), data, 0o600, nil)
+	_, err := writeAtomic(filepath.Join(s.Dir, snap.Backup), data, 0o600, nil)
+	return snap, err
 }
 
 // Load reads a kept version and checks it against its recorded sha256.
@@ -214,7 +219,8 @@ func (s *State) writeJSON(suffix string, v interface{}) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(s.path(suffix), append(data, '\n'), 0o600, nil)
+	_, err = writeAtomic(s.path(suffix), append(data, '\n'), 0o600, nil)
+	return err
 }
 
 // History reads the chain of applies.
@@ -257,10 +263,12 @@ func (s *State) ClearJournal() error {
 // dot (the kubelet skips dot files in the manifests directory), synced, with mode and, when owner
 // is given, its owner, renamed over the file; then the directory is synced, so that a crash leaves
 // the old file or the new one, never a mix.
-func writeAtomic(path string, data []byte, mode os.FileMode, owner *syscall.Stat_t) error {
+// renamed says whether the new file is in place even though err is set (only the directory sync
+// failed).
+func writeAtomic(path string, data []byte, mode os.FileMode, owner *syscall.Stat_t) (renamed bool, err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".cpswap-*")
 	if err != nil {
-		return fmt.Errorf("temporary file: %v", err)
+		return false, fmt.Errorf("temporary file: %v", err)
 	}
 	defer os.Remove(tmp.Name())
 	err = func() error {
@@ -279,12 +287,12 @@ func writeAtomic(path string, data []byte, mode os.FileMode, owner *syscall.Stat
 		return tmp.Sync()
 	}()
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("replacing %s: %v", path, err)
+		return false, fmt.Errorf("replacing %s: %v", path, err)
 	}
-	return syncDir(filepath.Dir(path))
+	return true, syncDir(filepath.Dir(path))
 }
 
 func syncDir(dir string) error {

@@ -159,6 +159,11 @@ func (s *Swapper) Apply(ctx context.Context, manifest string, change Change, ver
 		return nil, refused("%v", err)
 	}
 	defer unlock()
+	unlockDir, err := lockDir(t.kubeletDir)
+	if err != nil {
+		return nil, refused("%v", err)
+	}
+	defer unlockDir()
 	if j, err := st.Journal(); err != nil || j != nil {
 		if err != nil {
 			return nil, refused("%v", err)
@@ -183,9 +188,6 @@ func (s *Swapper) Apply(ctx context.Context, manifest string, change Change, ver
 	if err := writable(filepath.Dir(t.file)); err != nil {
 		return nil, refused("%v", err)
 	}
-	if err := verify.Before(ctx); err != nil {
-		return nil, refused("before changing anything: %v", err)
-	}
 	before, err := st.Keep(edited.Before)
 	if err != nil {
 		return nil, refused("backup cannot be written: %v", err)
@@ -201,9 +203,16 @@ func (s *Swapper) Apply(ctx context.Context, manifest string, change Change, ver
 	if err := st.WriteJournal(&entry); err != nil {
 		return nil, refused("journal cannot be written: %v", err)
 	}
-	if err := replace(t.file, edited.After, info); err != nil {
+	// Last, so that the processes it notes are those that run right before the change.
+	if err := verify.Before(ctx); err != nil {
+		st.ClearJournal()
+		return nil, refused("before changing anything: %v", err)
+	}
+	if renamed, err := replace(t.file, edited.After, info); err != nil && !renamed {
 		st.ClearJournal()
 		return nil, refused("%v", err)
+	} else if err != nil {
+		return nil, s.restore(t, st, edited.Before, info, before, err)
 	}
 	s.logf("wrote %s (sha256 %s); waiting up to %v for the kubelet to run it", t.path, after.SHA256[:12], s.Timeout)
 
@@ -225,12 +234,20 @@ func (s *Swapper) Apply(ctx context.Context, manifest string, change Change, ver
 	if cause := context.Cause(ctx); cause != nil {
 		verr = fmt.Errorf("interrupted (%v)", cause)
 	}
-	s.logf("%v: restoring %s", verr, t.path)
-	if rerr := replace(t.file, edited.Before, info); rerr != nil {
-		return nil, &Failure{Code: ExitBroken, Err: fmt.Errorf("%v, and restoring the original failed: %v. The original is %s; copy it over %s by hand", verr, rerr, filepath.Join(st.Dir, before.Backup), t.path)}
+	return nil, s.restore(t, st, edited.Before, info, before, verr)
+}
+
+// restore puts the original back after a change that did not verify, and says what state that
+// left: rolled back (exit 3), or not (exit 4, the journal stays for the next run).
+func (s *Swapper) restore(t target, st *State, original []byte, info os.FileInfo, backup Snapshot, why error) error {
+	s.logf("%v: restoring %s", why, t.path)
+	if _, err := replace(t.file, original, info); err != nil {
+		return &Failure{Code: ExitBroken, Err: fmt.Errorf("%v, and restoring the original failed: %v. The original is %s; copy it over %s by hand", why, err, filepath.Join(st.Dir, backup.Backup), t.path)}
 	}
-	st.ClearJournal()
-	return nil, &Failure{Code: ExitRolledBack, Err: fmt.Errorf("%v; rolled back: %s is as it was (sha256 %s)", verr, t.path, before.SHA256[:12])}
+	if err := st.ClearJournal(); err != nil {
+		return &Failure{Code: ExitBroken, Err: fmt.Errorf("%v; the original is back, but the journal cannot be removed: %v", why, err)}
+	}
+	return &Failure{Code: ExitRolledBack, Err: fmt.Errorf("%v; rolled back: %s is as it was (sha256 %s)", why, t.path, backup.SHA256[:12])}
 }
 
 // changeFlags lists the command-line words the change wrote, for the history.
@@ -291,6 +308,11 @@ func (s *Swapper) Rollback(manifest string, toOriginal, force bool) (*Rolled, er
 		return nil, refused("%v", err)
 	}
 	defer unlock()
+	unlockDir, err := lockDir(t.kubeletDir)
+	if err != nil {
+		return nil, refused("%v", err)
+	}
+	defer unlockDir()
 	current, err := os.ReadFile(t.file)
 	if err != nil {
 		return nil, refused("%v", err)
@@ -327,6 +349,9 @@ func (s *Swapper) Rollback(manifest string, toOriginal, force bool) (*Rolled, er
 		undone = &history.Applied[i]
 		snap, expect = undone.Before, history.Applied[len(history.Applied)-1].After.SHA256
 	}
+	if undone != nil && currentSum == undone.Before.SHA256 {
+		expect = currentSum // restored already by a rollback that was killed before its history was written
+	}
 	if currentSum != expect && !force {
 		return nil, refused("%s has sha256 %s, but the apply being undone left %s: it was edited since. Rolling back would lose that edit; use --force to roll back anyway", t.path, currentSum[:12], expect[:12])
 	}
@@ -337,12 +362,22 @@ func (s *Swapper) Rollback(manifest string, toOriginal, force bool) (*Rolled, er
 	if err := sameComponent(current, data); err != nil {
 		return nil, refused("backup %s: %v", filepath.Join(st.Dir, snap.Backup), err)
 	}
-	if err := replace(t.file, data, info); err != nil {
-		return nil, refused("%v", err)
+	if err := safeLockMove(current, data); err != nil && !force {
+		return nil, refused("rolling back to %s: %v (use --force once every other master runs a lock that shares an object with it)", filepath.Join(st.Dir, snap.Backup), err)
+	}
+	if currentSum != snap.SHA256 { // else a rollback killed after restoring: finish its bookkeeping
+		if renamed, err := replace(t.file, data, info); err != nil && !renamed {
+			return nil, refused("%v", err)
+		} else if err != nil {
+			return nil, &Failure{Code: ExitBroken, Err: fmt.Errorf("restored %s, but syncing its directory failed: %v; check the file", t.path, err)}
+		}
 	}
 	out := &Rolled{From: currentSum, To: snap.SHA256, Backup: filepath.Join(st.Dir, snap.Backup)}
 	if j != nil {
-		return out, st.ClearJournal()
+		if err := st.ClearJournal(); err != nil {
+			return nil, &Failure{Code: ExitBroken, Err: fmt.Errorf("restored %s, but the journal cannot be removed: %v", t.path, err)}
+		}
+		return out, nil
 	}
 	u := *undone
 	out.Undone = &u
@@ -377,6 +412,29 @@ func sameComponent(current, restored []byte) error {
 	return nil
 }
 
+// safeLockMove applies apply's leader-election checks to a rollback: going back from leases to
+// endpoints in one step gives two leaders as surely as going forward would.
+func safeLockMove(current, restored []byte) error {
+	cur, err := Parse(current)
+	if err != nil {
+		return nil
+	}
+	old, err := Parse(restored)
+	if err != nil {
+		return err
+	}
+	for i := range cur.Spec.Containers {
+		c, err := container(old, cur.Spec.Containers[i].Name)
+		if err != nil {
+			return err
+		}
+		if _, err := checkLeaderElection(parseCommandLine(&cur.Spec.Containers[i]), parseCommandLine(c)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // podIdentity names a static pod and its containers.
 func podIdentity(p *v1.Pod) string {
 	var names []string
@@ -388,9 +446,26 @@ func podIdentity(p *v1.Pod) string {
 
 // replace writes data over file atomically with the original's mode and owner (writeAtomic). A
 // symlinked manifest stays a symlink: file is the regular file behind it.
-func replace(file string, data []byte, original os.FileInfo) error {
+func replace(file string, data []byte, original os.FileInfo) (renamed bool, err error) {
 	owner, _ := original.Sys().(*syscall.Stat_t)
 	return writeAtomic(file, data, original.Mode().Perm(), owner)
+}
+
+// lockDir takes a lock on the manifests directory without waiting, so that two cpswaps given
+// different backup directories cannot change manifests there at once either.
+func lockDir(dir string) (unlock func(), err error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("another cpswap is changing a manifest in %s (with another --backup-dir?); wait for it to finish", dir)
+		}
+		return nil, fmt.Errorf("lock %s: %v", dir, err)
+	}
+	return func() { f.Close() }, nil
 }
 
 // writable refuses a read-only manifests directory: a read-only mount, or no write permission

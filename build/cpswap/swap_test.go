@@ -433,8 +433,10 @@ func TestSymlinkedManifestStaysASymlink(t *testing.T) {
 	if !bytes.Contains(read(t, real), []byte(newImage)) {
 		t.Error("the file behind the link was not changed")
 	}
-	if strings.Contains(listing(t, dir), "cpswap") {
-		t.Errorf("temporary files left: %s", listing(t, dir))
+	for _, d := range []string{dir, filepath.Dir(real)} {
+		if strings.Contains(listing(t, d), "cpswap") {
+			t.Errorf("temporary files left in %s: %s", d, listing(t, d))
+		}
 	}
 }
 
@@ -555,4 +557,41 @@ func TestOneApplyAtATime(t *testing.T) {
 	}}
 	_, err := s.Apply(context.Background(), manifest, Change{Image: newImage}, v)
 	wantCode(t, err, ExitRolledBack, fmt.Sprintf("second: another cpswap (pid %d) is working on", os.Getpid()))
+}
+
+// TestRollbackRefusesALockMoveThatGivesTwoLeaders: rolling back over two applies (endpoints ->
+// endpointsleases -> leases) would move this master from leases straight to endpoints while the
+// others run leases; refused unless forced.
+func TestRollbackRefusesALockMoveThatGivesTwoLeaders(t *testing.T) {
+	_, manifest, s := setup(t)
+	write(t, manifest, kcmManifestWithLock(t, manifest, "endpoints"))
+	for _, lock := range []string{"endpointsleases", "leases"} {
+		if _, err := s.Apply(context.Background(), manifest, Change{Flags: []Flag{{Name: lockFlag, Value: lock}}}, verifies()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	current := read(t, manifest)
+	_, err := s.Rollback(manifest, true, false)
+	wantCode(t, err, ExitRefused, "from leases to endpoints")
+	if !bytes.Equal(read(t, manifest), current) {
+		t.Error("the manifest changed")
+	}
+	if _, err := s.Rollback(manifest, false, false); err != nil {
+		t.Errorf("one step back (leases -> endpointsleases): %v", err)
+	}
+	if _, err := s.Rollback(manifest, false, true); err != nil {
+		t.Errorf("forced: %v", err)
+	}
+}
+
+// TestTwoBackupDirectoriesStillOneApplyAtATime: the manifests directory is locked too.
+func TestTwoBackupDirectoriesStillOneApplyAtATime(t *testing.T) {
+	_, manifest, s := setup(t)
+	other := &Swapper{BackupDir: filepath.Join(t.TempDir(), "other"), Timeout: time.Minute}
+	v := &fakeVerifier{after: func(context.Context) (string, error) {
+		_, err := other.Apply(context.Background(), manifest, Change{Profiles: profiles(t, "leases")}, verifies())
+		return "", fmt.Errorf("second: %w", err)
+	}}
+	_, err := s.Apply(context.Background(), manifest, Change{Image: newImage}, v)
+	wantCode(t, err, ExitRolledBack, "second: another cpswap is changing a manifest in")
 }

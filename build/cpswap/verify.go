@@ -28,8 +28,11 @@ import (
 // Every request is bounded by the context: an apiserver that accepts and never answers cannot
 // hold the apply past its timeout.
 type ComponentVerifier struct {
-	Procs     Processes
-	Comm      string // process name
+	Procs Processes
+	Comm  string // process name
+	// Args, if not nil, are the new manifest's flags: a new process counts only if its command
+	// line ends with them (an old container restarted meanwhile does not count).
+	Args      []string
 	HealthURL string
 	// Leases reads coordination.k8s.io/v1 Leases (a REST client for that group).
 	Leases         rest.Interface
@@ -111,14 +114,15 @@ func (v *ComponentVerifier) Before(ctx context.Context) error {
 	return err
 }
 
-func hostOf(identity string) string {
-	host, _, _ := strings.Cut(identity, "_")
-	return host
-}
-
-// leaseState says whether the Lease shows a leader renewing since the change, and who.
+// leaseState says whether the Lease shows a leader renewing since the change, and who. A renewal
+// is any change of holder or renew time: each holder writes its own clock, so times of two
+// masters are not compared.
 func (v *ComponentVerifier) leaseState(ctx context.Context) (string, error) {
 	lease, err := v.getLease(ctx)
+	if apierrors.IsNotFound(err) && !v.leaseFound {
+		// No instance locks through this Lease (the masters run the endpoints or configmaps lock).
+		return fmt.Sprintf("no Lease %s/%s (the masters lock elsewhere): verified by health and the soak", v.LeaseNamespace, v.LeaseName), nil
+	}
 	if err != nil {
 		return "", err
 	}
@@ -126,29 +130,53 @@ func (v *ComponentVerifier) leaseState(ctx context.Context) (string, error) {
 	if lease.Spec.HolderIdentity != nil {
 		holder = *lease.Spec.HolderIdentity
 	}
-	// Compared with the renew time the holder wrote before, not with this host's clock.
-	if lease.Spec.RenewTime == nil || !lease.Spec.RenewTime.Time.After(v.renewTime) {
+	renewed := lease.Spec.RenewTime != nil && (holder != v.holder || !lease.Spec.RenewTime.Time.Equal(v.renewTime))
+	if !renewed {
 		return "", fmt.Errorf("Lease %s/%s not renewed since the change", v.LeaseNamespace, v.LeaseName)
 	}
-	if holder == v.holder && hostOf(holder) == v.Hostname {
+	thisHost := strings.HasPrefix(holder, v.Hostname+"_")
+	if holder == v.holder && thisHost {
 		return "", fmt.Errorf("Lease %s/%s still renewed by %s, this master's old instance", v.LeaseNamespace, v.LeaseName, holder)
 	}
-	if hostOf(holder) == v.Hostname {
+	if thisHost {
 		return fmt.Sprintf("leads: Lease %s/%s held and renewed by %s", v.LeaseNamespace, v.LeaseName, holder), nil
 	}
 	return fmt.Sprintf("stands by: Lease %s/%s held and renewed by %s on another master", v.LeaseNamespace, v.LeaseName, holder), nil
 }
 
-// After waits for the new process, its health, a Lease renewal, and the soak.
+// After waits for the new process, its health, a Lease renewal, and the soak. The kubelet 1.17 may
+// start the new pod before the old one is gone, so health counts only once the old processes have
+// exited; and a new process that exits (a port still taken by the old one, a crash) is followed
+// by the next one the kubelet starts, until the timeout.
 func (v *ComponentVerifier) After(ctx context.Context) (string, error) {
-	proc, err := v.Procs.WaitForNew(ctx, v.Comm, v.before, v.Interval)
-	if err != nil {
-		return "", err
+	seen := append([]Process{}, v.before...)
+	var exited []string
+	for {
+		proc, err := v.Procs.WaitForNew(ctx, v.Comm, v.Args, seen, v.Interval)
+		if err != nil {
+			if len(exited) > 0 {
+				return "", fmt.Errorf("%v; the new process exited %d time(s), last: %s", err, len(exited), exited[len(exited)-1])
+			}
+			return "", err
+		}
+		if err := v.Procs.WaitGone(ctx, v.before, v.Interval); err != nil {
+			return "", fmt.Errorf("timed out: %v", err)
+		}
+		summary, err := v.proveAndSoak(ctx, proc)
+		if err == nil || v.Procs.Alive(proc) || ctx.Err() != nil {
+			return summary, err
+		}
+		seen = append(seen, proc)
+		exited = append(exited, err.Error())
 	}
+}
+
+// proveAndSoak waits for health and a Lease renewal, then watches the process for the soak.
+func (v *ComponentVerifier) proveAndSoak(ctx context.Context, proc Process) (string, error) {
 	var lease string
 	missing := fmt.Errorf("nothing checked yet")
 	for {
-		err = v.health(ctx)
+		err := v.health(ctx)
 		if err == nil {
 			lease, err = v.leaseState(ctx)
 		}

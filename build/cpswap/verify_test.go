@@ -24,6 +24,7 @@ import (
 type fakeProc struct {
 	t    *testing.T
 	root string
+	args []string // the command line's flags of the processes run next
 }
 
 func newFakeProc(t *testing.T, btime int64) *fakeProc {
@@ -43,6 +44,7 @@ func (p *fakeProc) run(pid int, comm string, startTick uint64) {
 	fields[0] = "S"
 	fields[19] = fmt.Sprint(startTick) // field 22 of the line
 	write(p.t, filepath.Join(dir, "stat"), []byte(fmt.Sprintf("%d (%s) %s\n", pid, comm, strings.Join(fields, " "))))
+	write(p.t, filepath.Join(dir, "cmdline"), []byte(strings.Join(append([]string{"/usr/local/bin/" + comm}, p.args...), "\x00")+"\x00"))
 }
 
 func (p *fakeProc) exit(pid int) { os.RemoveAll(filepath.Join(p.root, fmt.Sprint(pid))) }
@@ -72,7 +74,7 @@ func TestRestartDetectionInOneClockDomain(t *testing.T) {
 
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			defer cancel()
-			if _, err := procs.WaitForNew(ctx, "kube-controller-manager", before, 20*time.Millisecond); err == nil ||
+			if _, err := procs.WaitForNew(ctx, "kube-controller-manager", nil, before, 20*time.Millisecond); err == nil ||
 				!strings.Contains(err.Error(), "has not restarted it (still pid 100)") {
 				t.Errorf("the old process taken for a new one: %v", err)
 			}
@@ -80,7 +82,7 @@ func TestRestartDetectionInOneClockDomain(t *testing.T) {
 			fake.run(100, "kube-controller", 7000) // the same PID, started later
 			ctx2, cancel2 := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel2()
-			got, err := procs.WaitForNew(ctx2, "kube-controller-manager", before, 20*time.Millisecond)
+			got, err := procs.WaitForNew(ctx2, "kube-controller-manager", nil, before, 20*time.Millisecond)
 			if err != nil || got != (Process{PID: 100, StartTick: 7000}) {
 				t.Errorf("restart with a reused PID: %+v %v", got, err)
 			}
@@ -189,6 +191,31 @@ func TestVerifierWantsTheNewInstanceAndASoak(t *testing.T) {
 			wantErr: "during the 600ms soak: health",
 		},
 		{
+			name: "the old process does not exit",
+			during: func(api *fakeAPIServer, proc *fakeProc, _ func(int)) {
+				api.set("master-1_new", time.Now())
+				proc.run(100, "kube-controller", 5000)
+			},
+			wantErr: "the old process (pid 100) still runs",
+		},
+		{
+			name: "a restart with the old flags is not the new manifest",
+			during: func(api *fakeAPIServer, proc *fakeProc, _ func(int)) {
+				api.set("master-1_new", time.Now())
+				proc.exit(101)
+				proc.args = []string{"--leader-elect=true"}
+				proc.run(102, "kube-controller", 9100)
+			},
+			wantErr: "no kube-controller-manager process runs with the new manifest's flags",
+		},
+		{
+			name: "no instance locks through a Lease",
+			during: func(api *fakeAPIServer, _ *fakeProc, _ func(int)) {
+				api.set("", time.Time{})
+			},
+			wantOK: "no Lease kube-system/kube-controller-manager (the masters lock elsewhere)",
+		},
+		{
 			name: "the new process exits during the soak",
 			during: func(api *fakeAPIServer, proc *fakeProc, _ func(int)) {
 				api.set("master-1_new", time.Now())
@@ -201,11 +228,15 @@ func TestVerifierWantsTheNewInstanceAndASoak(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			api := newFakeAPIServer(t)
 			api.set("master-1_old", time.Now().Add(-time.Second))
+			if strings.HasPrefix(tc.name, "no instance") {
+				api.set("", time.Time{})
+			}
 			fake := newFakeProc(t, time.Now().Unix())
+			fake.args = []string{"--leader-elect=true", "--leader-elect-resource-lock=leases"}
 			fake.run(100, "kube-controller", 5000)
 			url, health := healthServer(t)
 			v := &ComponentVerifier{
-				Procs: fake.processes(), Comm: "kube-controller-manager", HealthURL: url,
+				Procs: fake.processes(), Comm: "kube-controller-manager", Args: fake.args, HealthURL: url,
 				Leases: api.leases(t), LeaseNamespace: "kube-system", LeaseName: "kube-controller-manager",
 				Hostname: "master-1", Interval: 20 * time.Millisecond, Soak: 600 * time.Millisecond,
 			}

@@ -87,8 +87,11 @@ func scalarLine(lines []string, n *yaml.Node) (prefix, suffix string, err error)
 		raw = rest[:end+1]
 	default:
 		raw = rest
-		if i := strings.Index(raw, " #"); i >= 0 {
-			raw = raw[:i]
+		for i := 1; i < len(raw); i++ { // a comment starts at a '#' after a space or a tab
+			if raw[i] == '#' && (raw[i-1] == ' ' || raw[i-1] == '\t') {
+				raw = raw[:i]
+				break
+			}
 		}
 		raw = strings.TrimRight(raw, " \t")
 	}
@@ -160,7 +163,8 @@ func editBytes(data []byte, name, image string, edits []edit) ([]byte, error) {
 		}
 		switch {
 		case e.index == -1:
-			text := prefix + quoteScalar(*e.text) + "\n"
+			line := lines[target.Line-1]
+			text := prefix + quoteScalar(*e.text) + line[len(strings.TrimRight(line, "\r\n")):]
 			changes = append(changes, lineEdit{line: target.Line - 1, text: &text, insert: true})
 		case e.text == nil:
 			changes = append(changes, lineEdit{line: target.Line - 1})

@@ -38,7 +38,7 @@ func run(args []string) int {
 		return cpswap.ExitOK
 	}
 	var f *cpswap.Failure
-	if errors.As(err, &f) {
+	if errors.As(err, &f) && f.Code != cpswap.ExitUsage {
 		fmt.Fprintf(os.Stderr, "cpswap %s: %v\n", cmd.Name(), err)
 		return f.Code
 	}
@@ -164,6 +164,7 @@ func newApply() *cobra.Command {
 	var c changeFlags
 	var kubeconfig, healthURL, lease, process, hostname string
 	var timeout, soak time.Duration
+	var checkCmdline bool
 	cmd := &cobra.Command{
 		Use:   "apply --manifest FILE [--image IMAGE] [--profile P] [--flag --name=value]... [--timeout 3m]",
 		Short: "Make the change, verify the restarted component, roll back if it does not verify",
@@ -190,9 +191,11 @@ A change that leaves the manifest as it is writes nothing and exits 0.`,
 				return err
 			}
 			printPlan(e, t.manifest)
-			verifier, err := newVerifier(e, kubeconfig, healthURL, lease, process, hostname, soak)
+			// Apply plans again under the manifest's lock; a verifier that cannot be built only
+			// matters if that plan changes something (then it refuses, with this reason).
+			verifier, err := newVerifier(e, kubeconfig, healthURL, lease, process, hostname, soak, checkCmdline)
 			if err != nil {
-				return err
+				verifier = cannotVerify{err}
 			}
 			ctx := interruptible()
 			applied, err := s.Apply(ctx, t.manifest, change, verifier)
@@ -216,10 +219,11 @@ A change that leaves the manifest as it is writes nothing and exits 0.`,
 	cmd.Flags().StringVar(&hostname, "hostname", "", "this master's name as its Lease identities start (default: the host name)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Minute, "how long to wait for the component to verify before rolling back")
 	cmd.Flags().DurationVar(&soak, "soak", 30*time.Second, "how long the new process must stay up and healthy")
+	cmd.Flags().BoolVar(&checkCmdline, "check-cmdline", true, "count only a process whose command line ends with the new manifest's flags")
 	return cmd
 }
 
-func newVerifier(e *cpswap.Edited, kubeconfig, healthURL, lease, process, hostname string, soak time.Duration) (cpswap.Verifier, error) {
+func newVerifier(e *cpswap.Edited, kubeconfig, healthURL, lease, process, hostname string, soak time.Duration, checkCmdline bool) (cpswap.Verifier, error) {
 	bad := func(format string, args ...interface{}) error {
 		return &cpswap.Failure{Code: cpswap.ExitRefused, Err: fmt.Errorf(format, args...)}
 	}
@@ -229,7 +233,7 @@ func newVerifier(e *cpswap.Edited, kubeconfig, healthURL, lease, process, hostna
 			return nil, bad("%v", err)
 		}
 	}
-	namespace, name := "kube-system", e.Component
+	namespace, name := cpswap.LeaseOf(e)
 	if lease != "" {
 		var ok bool
 		if namespace, name, ok = strings.Cut(lease, "/"); !ok || namespace == "" || name == "" {
@@ -256,11 +260,23 @@ func newVerifier(e *cpswap.Edited, kubeconfig, healthURL, lease, process, hostna
 			return nil, bad("%v", err)
 		}
 	}
+	var args []string
+	if checkCmdline {
+		args = cpswap.ComponentArgs(e)
+	}
 	return &cpswap.ComponentVerifier{
-		Procs: procs, Comm: process, HealthURL: healthURL,
+		Procs: procs, Comm: process, Args: args, HealthURL: healthURL,
 		Leases: client.CoordinationV1().RESTClient(), LeaseNamespace: namespace, LeaseName: name,
 		Hostname: hostname, Interval: time.Second, Soak: soak,
 	}, nil
+}
+
+// cannotVerify refuses any change: verification could not be set up.
+type cannotVerify struct{ err error }
+
+func (c cannotVerify) Before(context.Context) error { return c.err }
+func (c cannotVerify) After(context.Context) (string, error) {
+	return "", c.err
 }
 
 // interruptible returns a context that SIGINT, SIGTERM and SIGHUP cancel, naming the signal. A
