@@ -35,8 +35,12 @@ type Edited struct {
 	Component string
 	Container string
 	Image     ImageRef // the new image when the change sets one
+	// Flags are the flags the change sets, "--name=value", after profiles and floors.
+	Flags []string
 	// Notes tell the operator about choices made (a higher limit kept, ...).
 	Notes []string
+	// changed is the container as the changed manifest has it.
+	changed *v1.Container
 }
 
 // Unchanged reports a change that leaves the manifest byte for byte as it is.
@@ -79,8 +83,8 @@ func container(pod *v1.Pod, name string) (*v1.Container, error) {
 }
 
 // componentOf names what a container runs.
-func componentOf(c *v1.Container) string {
-	if cl := parseCommandLine(c); cl.binary != "" {
+func componentOf(c *v1.Container, cl commandLine) string {
+	if cl.binary != "" {
 		return cl.binary
 	}
 	return c.Name
@@ -98,8 +102,8 @@ func Edit(data []byte, change Change) (*Edited, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &Edited{Before: data, Container: c.Name, Component: componentOf(c)}
 	before := parseCommandLine(c)
+	out := &Edited{Before: data, Container: c.Name, Component: componentOf(c, before)}
 	switch before.binary {
 	case "sh", "bash", "dash", "ash", "busybox", "env":
 		return nil, fmt.Errorf("container %s starts %s: cpswap cannot see the component's flags through a shell", c.Name, before.binary)
@@ -112,9 +116,11 @@ func Edit(data []byte, change Change) (*Edited, error) {
 	var edits []edit
 	for _, f := range flags {
 		edits = append(edits, before.setFlag(f.Name, f.Value)...)
+		out.Flags = append(out.Flags, f.Name+"="+f.Value)
 	}
 	expected := pod.DeepCopy()
 	ec, _ := container(expected, c.Name)
+	out.changed = ec
 	image := ""
 	if change.Image != "" {
 		if out.Image, err = ParseImage(change.Image, out.Component); err != nil {
@@ -223,34 +229,18 @@ func Diff(path string, before, after []byte) string {
 // ComponentArgs are the flags the changed container runs with: command[1:] and args (command
 // replaces the image's entrypoint, args follow it), the end of the new process's command line.
 func ComponentArgs(e *Edited) []string {
-	pod, err := Parse(e.After)
-	if err != nil {
-		return nil
-	}
-	c, err := container(pod, e.Container)
-	if err != nil {
-		return nil
-	}
 	args := []string{}
-	if len(c.Command) > 1 {
-		args = append(args, c.Command[1:]...)
+	if len(e.changed.Command) > 1 {
+		args = append(args, e.changed.Command[1:]...)
 	}
-	return append(args, c.Args...)
+	return append(args, e.changed.Args...)
 }
 
 // LeaseOf is the leader Lease the changed component uses: kube-system/<component> unless its
 // flags name another object.
 func LeaseOf(e *Edited) (namespace, name string) {
 	namespace, name = "kube-system", e.Component
-	pod, err := Parse(e.After)
-	if err != nil {
-		return namespace, name
-	}
-	c, err := container(pod, e.Container)
-	if err != nil {
-		return namespace, name
-	}
-	cl := parseCommandLine(c)
+	cl := parseCommandLine(e.changed)
 	for _, f := range []struct {
 		flag string
 		into *string

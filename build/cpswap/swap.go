@@ -150,20 +150,11 @@ func (s *Swapper) Apply(ctx context.Context, manifest string, change Change, ver
 	if s.Timeout <= 0 {
 		return nil, refused("--timeout must be positive, got %v: a verification with no time to run would always roll back", s.Timeout)
 	}
-	t, st, err := s.open(manifest, true)
+	t, st, unlock, err := s.openLocked(manifest)
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := st.Lock()
-	if err != nil {
-		return nil, refused("%v", err)
-	}
 	defer unlock()
-	unlockDir, err := lockDir(t.kubeletDir)
-	if err != nil {
-		return nil, refused("%v", err)
-	}
-	defer unlockDir()
 	if j, err := st.Journal(); err != nil || j != nil {
 		if err != nil {
 			return nil, refused("%v", err)
@@ -196,10 +187,7 @@ func (s *Swapper) Apply(ctx context.Context, manifest string, change Change, ver
 	if err != nil {
 		return nil, refused("backup cannot be written: %v", err)
 	}
-	entry := Entry{Time: s.now().UTC(), Before: before, After: after, Image: change.Image, PID: os.Getpid()}
-	for _, f := range changeFlags(edited) {
-		entry.Flags = append(entry.Flags, f)
-	}
+	entry := Entry{Time: s.now().UTC(), Before: before, After: after, Image: change.Image, Flags: edited.Flags, PID: os.Getpid()}
 	if err := st.WriteJournal(&entry); err != nil {
 		return nil, refused("journal cannot be written: %v", err)
 	}
@@ -250,24 +238,13 @@ func (s *Swapper) restore(t target, st *State, original []byte, info os.FileInfo
 	return &Failure{Code: ExitRolledBack, Err: fmt.Errorf("%v; rolled back: %s is as it was (sha256 %s)", why, t.path, backup.SHA256[:12])}
 }
 
-// changeFlags lists the command-line words the change wrote, for the history.
-func changeFlags(e *Edited) []string {
-	before := map[string]int{}
-	for _, line := range strings.Split(string(e.Before), "\n") {
-		before[strings.TrimSpace(line)]++
+// pending describes an apply that a killed cpswap left (a journal that no running cpswap holds),
+// or "" when there is none.
+func (st *State) pending(t target) string {
+	if j, err := st.Journal(); err == nil && j != nil && st.LockHolder() == 0 {
+		return unfinished(j, t, st)
 	}
-	var out []string
-	for _, line := range strings.Split(string(e.After), "\n") {
-		l := strings.TrimSpace(line)
-		if before[l] > 0 {
-			before[l]--
-			continue
-		}
-		if w := strings.TrimSpace(strings.TrimPrefix(l, "-")); strings.HasPrefix(w, "-") {
-			out = append(out, w)
-		}
-	}
-	return out
+	return ""
 }
 
 // unfinished describes an apply that a killed cpswap left, and what rollback would do.
@@ -299,20 +276,11 @@ type Rolled struct {
 // killed cpswap left unfinished. A manifest edited since the apply it would undo is refused
 // unless force is set.
 func (s *Swapper) Rollback(manifest string, toOriginal, force bool) (*Rolled, error) {
-	t, st, err := s.open(manifest, true)
+	t, st, unlock, err := s.openLocked(manifest)
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := st.Lock()
-	if err != nil {
-		return nil, refused("%v", err)
-	}
 	defer unlock()
-	unlockDir, err := lockDir(t.kubeletDir)
-	if err != nil {
-		return nil, refused("%v", err)
-	}
-	defer unlockDir()
 	current, err := os.ReadFile(t.file)
 	if err != nil {
 		return nil, refused("%v", err)
@@ -359,11 +327,10 @@ func (s *Swapper) Rollback(manifest string, toOriginal, force bool) (*Rolled, er
 	if err != nil {
 		return nil, refused("%v", err)
 	}
-	if err := sameComponent(current, data); err != nil {
-		return nil, refused("backup %s: %v", filepath.Join(st.Dir, snap.Backup), err)
-	}
-	if err := safeLockMove(current, data); err != nil && !force {
-		return nil, refused("rolling back to %s: %v (use --force once every other master runs a lock that shares an object with it)", filepath.Join(st.Dir, snap.Backup), err)
+	if foreign, lockMove := checkRestore(current, data); foreign != nil {
+		return nil, refused("backup %s: %v", filepath.Join(st.Dir, snap.Backup), foreign)
+	} else if lockMove != nil && !force {
+		return nil, refused("rolling back to %s: %v (use --force once every other master runs a lock that shares an object with it)", filepath.Join(st.Dir, snap.Backup), lockMove)
 	}
 	if currentSum != snap.SHA256 { // else a rollback killed after restoring: finish its bookkeeping
 		if renamed, err := replace(t.file, data, info); err != nil && !renamed {
@@ -396,43 +363,30 @@ func (s *Swapper) Rollback(manifest string, toOriginal, force bool) (*Rolled, er
 	return out, nil
 }
 
-// sameComponent refuses to put one component's manifest in place of another's.
-func sameComponent(current, restored []byte) error {
-	cur, err := Parse(current)
-	if err != nil {
-		return nil // the current file is broken: any valid Pod of ours is better
-	}
+// checkRestore reads the manifest in place and the one a rollback would restore. foreign: the
+// restored one is another component's (or no Pod), never to be restored. lockMove: apply's
+// leader-election checks fail for it, since going back from leases to endpoints in one step gives
+// two leaders as surely as going forward would. A current manifest that does not parse is no
+// reason to refuse: any valid Pod of ours is better.
+func checkRestore(current, restored []byte) (foreign, lockMove error) {
 	old, err := Parse(restored)
 	if err != nil {
-		return err
+		return err, nil
+	}
+	cur, err := Parse(current)
+	if err != nil {
+		return nil, nil
 	}
 	if a, b := podIdentity(cur), podIdentity(old); a != b {
-		return fmt.Errorf("it is the manifest of %s, this is the manifest of %s", b, a)
-	}
-	return nil
-}
-
-// safeLockMove applies apply's leader-election checks to a rollback: going back from leases to
-// endpoints in one step gives two leaders as surely as going forward would.
-func safeLockMove(current, restored []byte) error {
-	cur, err := Parse(current)
-	if err != nil {
-		return nil
-	}
-	old, err := Parse(restored)
-	if err != nil {
-		return err
+		return fmt.Errorf("it is the manifest of %s, this is the manifest of %s", b, a), nil
 	}
 	for i := range cur.Spec.Containers {
-		c, err := container(old, cur.Spec.Containers[i].Name)
-		if err != nil {
-			return err
-		}
+		c, _ := container(old, cur.Spec.Containers[i].Name)
 		if _, err := checkLeaderElection(parseCommandLine(&cur.Spec.Containers[i]), parseCommandLine(c)); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // podIdentity names a static pod and its containers.
@@ -449,6 +403,34 @@ func podIdentity(p *v1.Pod) string {
 func replace(file string, data []byte, original os.FileInfo) (renamed bool, err error) {
 	owner, _ := original.Sys().(*syscall.Stat_t)
 	return writeAtomic(file, data, original.Mode().Perm(), owner)
+}
+
+// openLocked opens the manifest and its state for a change, under lockManifest.
+func (s *Swapper) openLocked(manifest string) (target, *State, func(), error) {
+	t, st, err := s.open(manifest, true)
+	if err != nil {
+		return t, nil, nil, err
+	}
+	unlock, err := st.lockManifest(t)
+	if err != nil {
+		return t, nil, nil, refused("%v", err)
+	}
+	return t, st, unlock, nil
+}
+
+// lockManifest takes the manifest's lock beside the backups (it names the holder's PID) and the
+// manifests directory's lock, without waiting.
+func (st *State) lockManifest(t target) (unlock func(), err error) {
+	unlockState, err := st.Lock()
+	if err != nil {
+		return nil, err
+	}
+	unlockDir, err := lockDir(t.kubeletDir)
+	if err != nil {
+		unlockState()
+		return nil, err
+	}
+	return func() { unlockDir(); unlockState() }, nil
 }
 
 // lockDir takes a lock on the manifests directory without waiting, so that two cpswaps given
@@ -533,7 +515,7 @@ func (s *Swapper) StatusOf(manifest, containerName, processName string, procs Pr
 		}
 	}
 	if processName == "" {
-		processName = componentOf(c)
+		processName = componentOf(c, cl)
 	}
 	if running, err := procs.Named(processName); err == nil && len(running) > 0 {
 		newest := running[len(running)-1]
@@ -550,9 +532,7 @@ func (s *Swapper) StatusOf(manifest, containerName, processName string, procs Pr
 		out.RollbackTarget = &last
 	}
 	out.InProgress = st.LockHolder()
-	if j, err := st.Journal(); err == nil && j != nil && out.InProgress == 0 {
-		out.Unfinished = unfinished(j, t, st)
-	}
+	out.Unfinished = st.pending(t)
 	return out, nil
 }
 
@@ -566,11 +546,7 @@ func (s *Swapper) HistoryOf(manifest string) (*History, string, error) {
 	if err != nil {
 		return nil, "", refused("%v", err)
 	}
-	note := ""
-	if j, err := st.Journal(); err == nil && j != nil && st.LockHolder() == 0 {
-		note = unfinished(j, t, st)
-	}
-	return h, note, nil
+	return h, st.pending(t), nil
 }
 
 // Pending describes an apply a killed cpswap left on manifest, or "" (for plan, which reads no
@@ -580,8 +556,5 @@ func (s *Swapper) Pending(manifest string) string {
 	if err != nil {
 		return ""
 	}
-	if j, err := st.Journal(); err == nil && j != nil && st.LockHolder() == 0 {
-		return unfinished(j, t, st)
-	}
-	return ""
+	return st.pending(t)
 }

@@ -179,33 +179,24 @@ func editBytes(data []byte, name, image string, edits []edit) ([]byte, error) {
 // spliceLines applies line edits; the replaced lines keep their own line endings.
 func spliceLines(lines []string, changes []lineEdit) ([]byte, error) {
 	sort.SliceStable(changes, func(i, j int) bool { return changes[i].line < changes[j].line })
-	replaced := map[int]bool{}
+	replaced := map[int]*string{} // a nil text deletes the line
 	inserted := map[int][]string{}
-	var out bytes.Buffer
 	for _, c := range changes {
 		if c.insert {
 			inserted[c.line] = append(inserted[c.line], *c.text)
 			continue
 		}
-		if replaced[c.line] {
+		if _, twice := replaced[c.line]; twice {
 			return nil, fmt.Errorf("line %d would be changed twice", c.line+1)
 		}
-		replaced[c.line] = true
+		replaced[c.line] = c.text
 	}
-	byLine := map[int]*string{}
-	for _, c := range changes {
-		if !c.insert {
-			byLine[c.line] = c.text
-		}
-	}
+	var out bytes.Buffer
 	for i, line := range lines {
-		if replaced[i] {
-			if text := byLine[i]; text != nil {
-				ending := line[len(strings.TrimRight(line, "\r\n")):]
-				out.WriteString(*text + ending)
-			}
-		} else {
+		if text, ok := replaced[i]; !ok {
 			out.WriteString(line)
+		} else if text != nil {
+			out.WriteString(*text + line[len(strings.TrimRight(line, "\r\n")):])
 		}
 		if more := inserted[i]; len(more) > 0 {
 			if !strings.HasSuffix(line, "\n") {
