@@ -28,7 +28,7 @@ if [ ${#problems[@]} -gt 0 ]; then
 fi
 
 log "verify-patches: upstream changelog triage (patches/UPSTREAM.md)"
-(cd "${REPO_ROOT}" && go run ./build/cmd/verify-upstream -pins build/changelog.sum -record patches/UPSTREAM.md -series "${SERIES_FILE}")
+(cd "${REPO_ROOT}" && go run ./build/cmd/verify-upstream -series "${SERIES_FILE}")
 
 [ -d "${TREE_DIR}/.git" ] || die "no upstream tree at ${TREE_DIR}; run 'make source' first"
 scratch=$(mktemp -d "${OUTPUT_DIR}/verify-patches.XXXXXX")
