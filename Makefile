@@ -4,7 +4,7 @@ SHELL := /usr/bin/env bash
 .DEFAULT_GOAL := help
 
 # Binaries the regression suites need from the stock build (the harness) and from each variant.
-HARNESS_COMMANDS := kube-controller-manager kube-scheduler kube-apiserver etcd kubeadm
+HARNESS_COMMANDS := kube-controller-manager kube-scheduler kube-apiserver etcd kubeadm kubelet
 COMPONENT_COMMANDS := kube-controller-manager kube-scheduler
 
 .PHONY: help
@@ -59,12 +59,21 @@ test-unit: build ## Upstream tests of every package the series touches, plus thi
 test-regression: build ## Regression suites: stock shows each bug, VARIANT_UNDER_TEST (default patched) does not
 	go test -count=1 -p 1 -timeout 40m -v ./test/regression/...
 
-.PHONY: test-image
-test-image: build ## Load the amd64 images into Docker, run them, check the digest is reproducible
+.PHONY: images-amd64
+images-amd64: build ## The release's images for amd64 only, as the tests use them
 	ARCHS=amd64 build/images.sh
+
+.PHONY: test-image
+test-image: images-amd64 ## Load the amd64 images into Docker, run them, check the digest is reproducible
 	ARCHS=amd64 build/verify-image-reproducible.sh
 	IMAGE_DIR=$(CURDIR)/_output/images/$$(build/version.sh) RELEASE_VERSION=$$(build/version.sh) \
 	  go test -count=1 -v -timeout 10m ./test/image/
+
+.PHONY: test-e2e
+test-e2e: images-amd64 ## A kubeadm master run by a real kubelet: cpswap onto the release's images and back
+	build/e2e-images.sh
+	go build -trimpath -o _output/bin/e2e/ ./build/cmd/cpswap ./test/e2e/runc-oom-clamp
+	IMAGE_DIR=$(CURDIR)/_output/images/$$(build/version.sh) go test -count=1 -v -timeout 30m ./test/e2e/
 
 .PHONY: prove-patches
 prove-patches: patch ## Each patch's Regression-Test fails on the series without that patch
@@ -75,7 +84,7 @@ bench: build ## Headless resync at N=2,000/13,000, qps 20/100, stock vs patched 
 	build/bench.sh
 
 .PHONY: test
-test: lint verify-patches verify-monitoring test-unit test-regression test-image prove-patches ## Everything CI runs
+test: lint verify-patches verify-monitoring test-unit test-regression test-image test-e2e prove-patches ## Everything CI runs
 	@echo "make test: all checks passed"
 
 .PHONY: clean

@@ -2,7 +2,7 @@
 # Builds binaries of one variant of the tree: a git ref of the upstream tree (stock, patched,
 # without-NNNN), checked out in its own worktree under _output/work/<variant>.
 #   build/build.sh VARIANT [COMMAND...]     COMMAND: kube-controller-manager kube-scheduler
-#                                           kube-apiserver kubeadm etcd (default: the first two)
+#                                           kube-apiserver kubeadm kubelet etcd (default: the first two)
 # Binaries land in _output/bin/<variant>/ (linux/amd64) or _output/bin/<variant>/<os>_<arch>/.
 # The same ref and toolchain give byte-identical binaries: -trimpath, no build id, no VCS stamp,
 # build date from the commit (SOURCE_DATE_EPOCH).
@@ -45,7 +45,7 @@ mkdir -p "${bin_dir}"
 packages=()
 for command in "${commands[@]}"; do
   case "${command}" in
-    kube-controller-manager|kube-scheduler|kube-apiserver|kubeadm) packages+=("./cmd/${command}") ;;
+    kube-controller-manager|kube-scheduler|kube-apiserver|kubeadm|kubelet) packages+=("./cmd/${command}") ;;
     etcd) packages+=(go.etcd.io/etcd) ;;
     *) die "unknown command '${command}'" ;;
   esac

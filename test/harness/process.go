@@ -30,6 +30,20 @@ type Process struct {
 // killed when the test ends, and the log's tail is printed if the test failed.
 func StartProcess(t testing.TB, logDir, name, binary string, args ...string) *Process {
 	t.Helper()
+	p := StartDaemon(t, logDir, name, binary, args...)
+	t.Cleanup(func() {
+		p.Kill()
+		if t.Failed() {
+			t.Logf("last lines of %s:\n%s", p.LogPath, p.Tail(15))
+		}
+	})
+	return p
+}
+
+// StartDaemon is StartProcess for a process whose caller stops it, in an order of its own
+// (a kubelet before its container runtime): nothing is registered to kill it.
+func StartDaemon(t testing.TB, logDir, name, binary string, args ...string) *Process {
+	t.Helper()
 	logPath := filepath.Join(logDir, name+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -47,12 +61,6 @@ func StartProcess(t testing.TB, logDir, name, binary string, args ...string) *Pr
 		logFile.Close()
 		close(p.done)
 	}()
-	t.Cleanup(func() {
-		p.Kill()
-		if t.Failed() {
-			t.Logf("last lines of %s:\n%s", logPath, p.Tail(15))
-		}
-	})
 	return p
 }
 

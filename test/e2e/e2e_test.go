@@ -1,0 +1,397 @@
+package e2e
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/idc-lts/kube-1.17/test/harness"
+)
+
+// components are the two the release replaces, in the README's order.
+var components = []string{"kube-controller-manager", "kube-scheduler"}
+
+// releaseImageDirEnv names the directory of the release's images (build/images.sh's output,
+// _output/images/<version>): the test loads their docker archives and uses the references they
+// are tagged with, as an operator would after `docker load`.
+const releaseImageDirEnv = "IMAGE_DIR"
+
+// TestKubeadmMaster is the operator's procedure on one kubeadm master run by a real kubelet.
+func TestKubeadmMaster(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: it runs a kubelet and a dockerd")
+	}
+	imageDir := os.Getenv(releaseImageDirEnv)
+	if imageDir == "" {
+		t.Fatalf("set %s to the release's image directory (make test-e2e does)", releaseImageDirEnv)
+	}
+	releaseImages := map[string]string{}
+	for _, c := range components {
+		ref, err := archiveReference(filepath.Join(imageDir, c+"-amd64.docker.tar"))
+		if err != nil {
+			t.Fatalf("setup: %v", err)
+		}
+		releaseImages[c] = ref
+	}
+	m := newMaster(t)
+	m.cleanLeftovers(t)
+	s := &steps{t: t, logDir: m.logDir}
+	defer s.report()
+	t.Cleanup(func() {
+		bridgeBefore := exists("/sys/class/net/docker0")
+		m.teardown(t)
+		if bridgeBefore && !exists("/sys/class/net/docker0") {
+			t.Errorf("teardown: the host's docker0 is gone")
+		}
+	})
+
+	fixtures := filepath.Join(m.repo, "_output", "images", "e2e")
+	s.run("setup: kubeadm phases, private dockerd, images, kubelet", 5*time.Minute, func(ctx context.Context) error {
+		m.kubeadmInit(t)
+		m.recordHostState(t)
+		m.startDockerd(t)
+		var archives []string
+		for _, name := range []string{"pause", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+			archives = append(archives, filepath.Join(fixtures, name+"-amd64.docker.tar"))
+		}
+		for _, c := range components {
+			archives = append(archives, filepath.Join(imageDir, c+"-amd64.docker.tar"))
+		}
+		m.loadImages(t, archives...)
+		m.startKubelet(t)
+		return nil
+	})
+	s.logImageSizes(m)
+
+	config, err := clientcmd.BuildConfigFromFlags("", m.path("etc/kubernetes/admin.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := kubernetes.NewForConfigOrDie(config)
+	hostname, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	onThisHost := func(holder string) bool { return strings.HasPrefix(holder, hostname+"_") }
+
+	stockImage := func(c string) string { return "k8s.gcr.io/" + c + ":v1.17.3" }
+	stockHolders := map[string]string{}
+	s.run("stock control plane up: 4 static pods Running, both components lead through endpointsleases", 5*time.Minute, func(ctx context.Context) error {
+		for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+			image := "k8s.gcr.io/etcd:3.4.3-0"
+			if c != "etcd" {
+				image = stockImage(c)
+			}
+			if err := waitMirrorPod(ctx, client, c, image); err != nil {
+				return fmt.Errorf("%v\n%s", err, m.kubelet.Tail(10))
+			}
+		}
+		return waitLeaders(ctx, client, onThisHost, stockHolders)
+	})
+
+	s.run("a headless Service with 3 pods run by the kubelet, scheduled by the stock scheduler", 2*time.Minute, func(ctx context.Context) error {
+		return createHeadlessService(ctx, client, 3)
+	})
+
+	cpswap := harness.Binary(t, "e2e", "cpswap")
+	manifest := func(c string) string { return m.path("etc/kubernetes/manifests/" + c + ".yaml") }
+	backupDir := m.path("var/lib/cpswap/backups")
+	if err := os.MkdirAll(backupDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	original := map[string][]byte{}
+	for _, c := range components {
+		if original[c], err = os.ReadFile(manifest(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The README's command, with the master's paths under the test's root.
+	apply := func(ctx context.Context, c, image, timeout string) (int, string) {
+		return runLogged(ctx, m.logDir, "cpswap-apply-"+c, cpswap, "apply", "--manifest", manifest(c), "--image", image,
+			"--profile", "leases", "--backup-dir", backupDir, "--kubeconfig", m.path("etc/kubernetes/admin.conf"), "--timeout", timeout)
+	}
+
+	s.run("apply with an image the master does not have: cpswap rolls back by itself, stock runs and leads again", 4*time.Minute, func(ctx context.Context) error {
+		c := "kube-controller-manager"
+		missing := releaseImages[c] + "-not-loaded"
+		code, out := apply(ctx, c, missing, "60s")
+		if code != 3 {
+			return fmt.Errorf("cpswap exit code %d, want 3 (changed, then rolled back):\n%s", code, out)
+		}
+		if have, _ := os.ReadFile(manifest(c)); !bytes.Equal(have, original[c]) {
+			return fmt.Errorf("%s is not byte for byte what it was after the rollback", manifest(c))
+		}
+		if err := waitMirrorPod(ctx, client, c, stockImage(c)); err != nil {
+			return err
+		}
+		_, err := waitRenewedBy(ctx, client, endpointsLock, c, onThisHost)
+		return err
+	})
+
+	for _, c := range components {
+		c := c
+		image := releaseImages[c]
+		s.run("cpswap apply --profile leases "+c+": our image runs, its Lease is renewed by the new instance, Endpoints writes stop", 5*time.Minute, func(ctx context.Context) error {
+			before, err := leaseLock(ctx, client, c)
+			if err != nil {
+				return err
+			}
+			if code, out := apply(ctx, c, image, "3m"); code != 0 {
+				return fmt.Errorf("cpswap exit code %d, want 0:\n%s", code, out)
+			}
+			if err := waitMirrorPod(ctx, client, c, image); err != nil {
+				return err
+			}
+			if err := m.runsImage(ctx, client, c, image); err != nil {
+				return err
+			}
+			if _, err := waitRenewedBy(ctx, client, leaseLock, c, func(h string) bool { return onThisHost(h) && h != before.Holder }); err != nil {
+				return err
+			}
+			// Three retry periods (2 s) and more: a leases-only leader never writes the Endpoints.
+			return unwritten(ctx, client, endpointsLock, c, 10*time.Second)
+		})
+	}
+
+	s.run("cpswap rollback: the stock image and lock are back, stock leads again", 5*time.Minute, func(ctx context.Context) error {
+		for _, c := range components {
+			if code, out := runLogged(ctx, m.logDir, "cpswap-rollback-"+c, cpswap, "rollback", "--manifest", manifest(c), "--backup-dir", backupDir); code != 0 {
+				return fmt.Errorf("cpswap rollback %s: exit code %d, want 0:\n%s", c, code, out)
+			}
+			if have, _ := os.ReadFile(manifest(c)); !bytes.Equal(have, original[c]) {
+				return fmt.Errorf("%s after the rollback is not kubeadm's manifest byte for byte", manifest(c))
+			}
+		}
+		for _, c := range components {
+			if err := waitMirrorPod(ctx, client, c, stockImage(c)); err != nil {
+				return err
+			}
+		}
+		return waitLeaders(ctx, client, onThisHost, map[string]string{})
+	})
+}
+
+// waitLeaders waits until each component's Endpoints lock and Lease are renewed by an instance on
+// this host, and records the holders.
+func waitLeaders(ctx context.Context, client kubernetes.Interface, onThisHost func(string) bool, holders map[string]string) error {
+	for _, c := range components {
+		r, err := waitRenewedBy(ctx, client, endpointsLock, c, onThisHost)
+		if err != nil {
+			return fmt.Errorf("%s does not lead through its Endpoints lock: %v", c, err)
+		}
+		if _, err := waitRenewedBy(ctx, client, leaseLock, c, func(h string) bool { return h == r.Holder }); err != nil {
+			return fmt.Errorf("%s does not renew its Lease: %v", c, err)
+		}
+		holders[c] = r.Holder
+	}
+	return nil
+}
+
+// waitMirrorPod waits until the static pod of component runs image and is ready, as the
+// kubelet reports it through the mirror pod.
+func waitMirrorPod(ctx context.Context, client kubernetes.Interface, component, image string) error {
+	name := component + "-" + nodeName
+	return waitFor(ctx, time.Second, func() (bool, error) {
+		pod, err := client.CoreV1().Pods("kube-system").Get(name, metav1.GetOptions{})
+		if err != nil {
+			return false, fmt.Errorf("mirror pod %s: %v", name, err)
+		}
+		if len(pod.Spec.Containers) != 1 || pod.Spec.Containers[0].Image != image {
+			return false, fmt.Errorf("mirror pod %s does not run %s yet", name, image)
+		}
+		if pod.Status.Phase != corev1.PodRunning {
+			return false, fmt.Errorf("mirror pod %s is %s: %s", name, pod.Status.Phase, containerStates(pod))
+		}
+		for _, st := range pod.Status.ContainerStatuses {
+			if st.Image != image || !st.Ready {
+				return false, fmt.Errorf("mirror pod %s: %s", name, containerStates(pod))
+			}
+		}
+		return len(pod.Status.ContainerStatuses) == 1, nil
+	})
+}
+
+func containerStates(pod *corev1.Pod) string {
+	var states []string
+	for _, st := range pod.Status.ContainerStatuses {
+		state := "running"
+		switch {
+		case st.State.Waiting != nil:
+			state = "waiting: " + st.State.Waiting.Reason + " " + st.State.Waiting.Message
+		case st.State.Terminated != nil:
+			state = fmt.Sprintf("terminated: %s exit %d", st.State.Terminated.Reason, st.State.Terminated.ExitCode)
+		}
+		states = append(states, fmt.Sprintf("%s image %s ready=%v restarts=%d %s", st.Name, st.Image, st.Ready, st.RestartCount, state))
+	}
+	return strings.Join(states, "; ")
+}
+
+// runsImage checks that the container the kubelet runs for component is the image loaded under
+// that reference (the image ID the kubelet reports is the loaded image's config digest).
+func (m *master) runsImage(ctx context.Context, client kubernetes.Interface, component, image string) error {
+	want, err := m.imageID(image)
+	if err != nil {
+		return err
+	}
+	pod, err := client.CoreV1().Pods("kube-system").Get(component+"-"+nodeName, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	for _, st := range pod.Status.ContainerStatuses {
+		if !strings.HasSuffix(st.ImageID, want) {
+			return fmt.Errorf("%s runs image ID %s, want %s (%s)", component, st.ImageID, want, image)
+		}
+	}
+	return nil
+}
+
+// createHeadlessService creates a headless Service and n pods behind it (hostNetwork, so they
+// need no container network) and waits for its Endpoints to list them ready.
+func createHeadlessService(ctx context.Context, client kubernetes.Interface, n int) error {
+	ns := "idc-lts-e2e"
+	if _, err := client.CoreV1().Namespaces().Create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	labels := map[string]string{"app": "web"}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec:       corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: labels, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
+	}
+	if _, err := client.CoreV1().Services(ns).Create(svc); err != nil {
+		return err
+	}
+	noToken := false
+	for i := 0; i < n; i++ {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-%d", i), Labels: labels},
+			Spec: corev1.PodSpec{
+				HostNetwork:                  true,
+				AutomountServiceAccountToken: &noToken,
+				Containers:                   []corev1.Container{{Name: "web", Image: "k8s.gcr.io/pause:3.1", ImagePullPolicy: corev1.PullNever}},
+			},
+		}
+		// The ServiceAccount admission plugin refuses pods until the controller manager has
+		// created the namespace's default ServiceAccount.
+		if err := waitFor(ctx, time.Second, func() (bool, error) {
+			_, err := client.CoreV1().Pods(ns).Create(pod)
+			return err == nil || apierrors.IsAlreadyExists(err), err
+		}); err != nil {
+			return err
+		}
+	}
+	return waitFor(ctx, time.Second, func() (bool, error) {
+		ep, err := client.CoreV1().Endpoints(ns).Get("web", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		ready := 0
+		for _, subset := range ep.Subsets {
+			ready += len(subset.Addresses)
+		}
+		return ready == n, fmt.Errorf("Endpoints %s/web lists %d ready addresses, want %d", ns, ready, n)
+	})
+}
+
+// archiveReference returns the reference a docker archive's image is tagged with (its only one).
+func archiveReference(archive string) (string, error) {
+	f, err := os.Open(archive)
+	if err != nil {
+		return "", fmt.Errorf("%v (make test-e2e builds it)", err)
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		hdr, err := tr.Next()
+		if err != nil {
+			return "", fmt.Errorf("%s: no manifest.json: %v", archive, err)
+		}
+		if hdr.Name != "manifest.json" {
+			continue
+		}
+		var manifest []struct{ RepoTags []string }
+		if err := json.NewDecoder(tr).Decode(&manifest); err != nil {
+			return "", fmt.Errorf("%s: manifest.json: %v", archive, err)
+		}
+		if len(manifest) != 1 || len(manifest[0].RepoTags) != 1 {
+			return "", fmt.Errorf("%s: want one image with one tag, manifest.json has %+v", archive, manifest)
+		}
+		return manifest[0].RepoTags[0], nil
+	}
+}
+
+// commands numbers the logs of runLogged in the order the commands ran.
+var commands int
+
+// runLogged runs a command, keeps its output in the log directory and returns its exit code.
+func runLogged(ctx context.Context, logDir, name, binary string, args ...string) (int, string) {
+	cmd := exec.CommandContext(ctx, binary, args...)
+	out, err := cmd.CombinedOutput()
+	commands++
+	_ = os.WriteFile(filepath.Join(logDir, fmt.Sprintf("%02d-%s.log", commands, name)), []byte(strings.Join(append([]string{binary}, args...), " ")+"\n\n"+string(out)), 0o644)
+	if err != nil && cmd.ProcessState == nil {
+		return -1, err.Error()
+	}
+	return cmd.ProcessState.ExitCode(), string(out)
+}
+
+// steps times each step of the scenario and fails the test naming the step that failed.
+type steps struct {
+	t      *testing.T
+	logDir string
+	rows   []string
+}
+
+func (s *steps) run(name string, timeout time.Duration, fn func(ctx context.Context) error) {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	start := time.Now()
+	err := fn(ctx)
+	elapsed := time.Since(start).Round(100 * time.Millisecond)
+	status := "ok"
+	if err != nil {
+		status = "FAILED"
+	}
+	s.rows = append(s.rows, fmt.Sprintf("%s\t%v\t%s", status, elapsed, name))
+	if err != nil {
+		s.t.Fatalf("step %q failed after %v: %v", name, elapsed, err)
+	}
+}
+
+func (s *steps) report() {
+	var b bytes.Buffer
+	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "result\ttime\tstep")
+	for _, row := range s.rows {
+		fmt.Fprintln(w, row)
+	}
+	w.Flush()
+	s.t.Logf("steps:\n%s", b.String())
+	_ = os.WriteFile(filepath.Join(s.logDir, "steps.txt"), b.Bytes(), 0o644)
+}
+
+// logImageSizes records the images the master holds, with their sizes.
+func (s *steps) logImageSizes(m *master) {
+	out, err := m.docker("image", "ls", "--format", "{{.Repository}}:{{.Tag}}\t{{.Size}}")
+	if err != nil {
+		s.t.Logf("image sizes: %v", err)
+		return
+	}
+	s.t.Logf("images on the master:\n%s", out)
+	_ = os.WriteFile(filepath.Join(s.logDir, "image-sizes.txt"), []byte(out), 0o644)
+}

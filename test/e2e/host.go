@@ -1,0 +1,344 @@
+package e2e
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/procfs"
+	"golang.org/x/sys/unix"
+)
+
+// This file holds what the test changes on the host outside its own directories, and how it puts
+// each back: processes, mounts, cgroups, kernel parameters, the kubelet's pod logs.
+
+// killProcessTrees kills every process whose command line names one of paths, every process in
+// one of the cgroup directories, and all their descendants; it returns how many it killed. A
+// containerd-shim's command line names the private dockerd's exec root, and its children are
+// the containers.
+func killProcessTrees(paths, cgroupDirs []string) (int, error) {
+	procs, err := procfs.AllProcs()
+	if err != nil {
+		return 0, err
+	}
+	self := os.Getpid()
+	ancestors := map[int]bool{}
+	for pid := self; pid > 1; {
+		ancestors[pid] = true
+		p, err := procfs.NewProc(pid)
+		if err != nil {
+			break
+		}
+		s, err := p.Stat()
+		if err != nil {
+			break
+		}
+		pid = s.PPID
+	}
+	children := map[int][]int{}
+	targets := map[int]bool{}
+	for _, p := range procs {
+		s, err := p.Stat()
+		if err != nil {
+			continue
+		}
+		children[s.PPID] = append(children[s.PPID], p.PID)
+		cmdline, err := p.CmdLine()
+		if err != nil {
+			continue
+		}
+		joined := strings.Join(cmdline, " ")
+		for _, path := range paths {
+			if strings.Contains(joined, path) {
+				targets[p.PID] = true
+			}
+		}
+	}
+	for _, dir := range cgroupDirs {
+		for _, pid := range cgroupPids(dir) {
+			targets[pid] = true
+		}
+	}
+	queue := make([]int, 0, len(targets))
+	for pid := range targets {
+		queue = append(queue, pid)
+	}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		for _, child := range children[pid] {
+			if !targets[child] {
+				targets[child] = true
+				queue = append(queue, child)
+			}
+		}
+	}
+	killed := 0
+	for pid := range targets {
+		if ancestors[pid] {
+			continue
+		}
+		if syscall.Kill(pid, syscall.SIGKILL) == nil {
+			killed++
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for pid := range targets {
+		for !ancestors[pid] && processAlive(pid) {
+			if time.Now().After(deadline) {
+				return killed, fmt.Errorf("process %d survived SIGKILL for 20s", pid)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return killed, nil
+}
+
+// processAlive reports whether pid exists and is not a zombie.
+func processAlive(pid int) bool {
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		return false
+	}
+	s, err := p.Stat()
+	return err == nil && s.State != "Z"
+}
+
+// cgroupPids lists the processes in a cgroup directory and every cgroup below it.
+func cgroupPids(dir string) []int {
+	var pids []int
+	_ = filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() || info.Name() != "cgroup.procs" {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil
+		}
+		for _, field := range strings.Fields(string(data)) {
+			if pid, err := strconv.Atoi(field); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+		return nil
+	})
+	return pids
+}
+
+// unmountUnder detaches every mount point at or below one of dirs, deepest first, and returns
+// the mount points it detached.
+func unmountUnder(dirs ...string) ([]string, error) {
+	points, err := mountPointsUnder(dirs...)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, point := range points {
+		if err := unix.Unmount(point, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			errs = append(errs, fmt.Errorf("unmount %s: %v", point, err))
+		}
+	}
+	return points, errors.Join(errs...)
+}
+
+// mountPointsUnder lists the mount points at or below dirs, deepest first.
+func mountPointsUnder(dirs ...string) ([]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	seen := map[string]bool{}
+	var points []string
+	scanner := bufio.NewScanner(f)
+	for scanner.Scan() {
+		fields := strings.Fields(scanner.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		point := unescapeMountPath(fields[4])
+		for _, dir := range dirs {
+			if (point == dir || strings.HasPrefix(point, dir+"/")) && !seen[point] {
+				seen[point] = true
+				points = append(points, point)
+			}
+		}
+	}
+	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
+	return points, scanner.Err()
+}
+
+// unescapeMountPath undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMountPath(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// cgroupV1Root is where the host mounts its cgroup v1 hierarchies, one directory each.
+const cgroupV1Root = "/sys/fs/cgroup"
+
+// cgroupDirs returns name's directory in every cgroup v1 hierarchy the host mounts.
+func cgroupDirs(name string) ([]string, error) {
+	entries, err := os.ReadDir(cgroupV1Root)
+	if err != nil {
+		return nil, err
+	}
+	var dirs []string
+	for _, e := range entries {
+		if !e.IsDir() || e.Name() == "unified" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(cgroupV1Root, e.Name(), "cgroup.procs")); err == nil {
+			dirs = append(dirs, filepath.Join(cgroupV1Root, e.Name(), name))
+		}
+	}
+	return dirs, nil
+}
+
+// createCgroups makes the kubelet's --cgroup-root in every hierarchy (the kubelet requires it to
+// exist); a new cpuset cgroup starts with no CPUs or memory nodes, so it gets its parent's.
+func createCgroups(dirs []string) error {
+	for _, dir := range dirs {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		for _, file := range []string{"cpuset.cpus", "cpuset.mems"} {
+			parent, err := os.ReadFile(filepath.Join(filepath.Dir(dir), file))
+			if err != nil {
+				continue
+			}
+			if err := os.WriteFile(filepath.Join(dir, file), parent, 0o644); err != nil {
+				return fmt.Errorf("%s: %v", filepath.Join(dir, file), err)
+			}
+		}
+	}
+	return nil
+}
+
+// removeCgroups removes the cgroup directories and everything below them, deepest first (a
+// cgroup directory is removed with rmdir, and only once it holds no process).
+func removeCgroups(dirs []string) error {
+	var errs []error
+	for _, dir := range dirs {
+		var sub []string
+		_ = filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
+			if err == nil && info.IsDir() {
+				sub = append(sub, path)
+			}
+			return nil
+		})
+		sort.Slice(sub, func(i, j int) bool { return len(sub[i]) > len(sub[j]) })
+		for _, d := range sub {
+			if err := syscall.Rmdir(d); err != nil && !errors.Is(err, syscall.ENOENT) {
+				errs = append(errs, fmt.Errorf("rmdir %s: %v", d, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// kubeletSysctls are the kernel parameters kubelet v1.17.3 sets on start
+// (pkg/kubelet/cm.setupKernelTunables without --protect-kernel-defaults, and the no-op network
+// plugin's bridge-nf-call-iptables); the test puts back what the host had.
+var kubeletSysctls = []string{
+	"vm/overcommit_memory",
+	"vm/panic_on_oom",
+	"kernel/panic",
+	"kernel/panic_on_oops",
+	"kernel/keys/root_maxkeys",
+	"kernel/keys/root_maxbytes",
+	"net/bridge/bridge-nf-call-iptables",
+	"net/bridge/bridge-nf-call-ip6tables",
+}
+
+// readSysctls returns the current values of names that exist on this host.
+func readSysctls(names []string) map[string]string {
+	values := map[string]string{}
+	for _, name := range names {
+		if data, err := os.ReadFile(filepath.Join("/proc/sys", name)); err == nil {
+			values[name] = strings.TrimSpace(string(data))
+		}
+	}
+	return values
+}
+
+// writeSysctls sets each parameter whose value differs, and returns the ones it changed.
+func writeSysctls(values map[string]string) ([]string, error) {
+	var changed []string
+	var errs []error
+	for name, want := range values {
+		path := filepath.Join("/proc/sys", name)
+		have, err := os.ReadFile(path)
+		if err == nil && strings.TrimSpace(string(have)) == want {
+			continue
+		}
+		if err := os.WriteFile(path, []byte(want+"\n"), 0o644); err != nil {
+			errs = append(errs, fmt.Errorf("restoring %s=%s: %v", name, want, err))
+			continue
+		}
+		changed = append(changed, fmt.Sprintf("%s %s->%s", name, strings.TrimSpace(string(have)), want))
+	}
+	sort.Strings(changed)
+	return changed, errors.Join(errs...)
+}
+
+// runtimeOOMScoreAdj returns the oom_score_adj of the host's container runtime daemons, by PID:
+// kubelet v1.17.3 sets -999 on the dockerd in /var/run/docker.pid (every dockerd, when that file
+// cannot be read) and on docker-containerd, at start and every 5 minutes, whatever its flags say.
+func runtimeOOMScoreAdj() map[string]string {
+	scores := map[string]string{}
+	procs, err := procfs.AllProcs()
+	if err != nil {
+		return scores
+	}
+	for _, p := range procs {
+		comm, err := p.Comm()
+		if err != nil || (comm != "dockerd" && comm != "docker-containerd" && comm != "containerd") {
+			continue
+		}
+		if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/oom_score_adj", p.PID)); err == nil {
+			scores[strconv.Itoa(p.PID)] = strings.TrimSpace(string(data))
+		}
+	}
+	return scores
+}
+
+// restoreOOMScoreAdj puts back the recorded values of the processes that still run, and returns
+// the ones it changed.
+func restoreOOMScoreAdj(scores map[string]string) ([]string, error) {
+	var changed []string
+	var errs []error
+	for pid, want := range scores {
+		path := "/proc/" + pid + "/oom_score_adj"
+		have, err := os.ReadFile(path)
+		if err != nil || strings.TrimSpace(string(have)) == want {
+			continue
+		}
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			errs = append(errs, fmt.Errorf("restoring oom_score_adj %s of process %s: %v", want, pid, err))
+			continue
+		}
+		changed = append(changed, fmt.Sprintf("process %s oom_score_adj %s->%s", pid, strings.TrimSpace(string(have)), want))
+	}
+	return changed, errors.Join(errs...)
+}

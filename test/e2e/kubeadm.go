@@ -1,0 +1,97 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/idc-lts/kube-1.17/test/harness"
+)
+
+// kubeadmPhases are the steps of `kubeadm init` that write a master's files, in its order. The
+// others need a running kubelet under systemd (kubelet-start, wait-control-plane) or a cluster
+// (upload-config, mark-control-plane, bootstrap-token, addon); a kubelet started by the test
+// stands in for the first two.
+var kubeadmPhases = [][]string{
+	{"certs", "all"},
+	{"kubeconfig", "all"},
+	{"etcd", "local"},
+	{"control-plane", "all"},
+}
+
+// kubeadmInit writes the master's PKI, kubeconfigs and static-pod manifests with kubeadm
+// v1.17.3's own phases, chrooted into the master's root (--rootfs), then moves the manifests'
+// hostPath volumes into that root.
+func (m *master) kubeadmInit(t *testing.T) {
+	kubeadm := harness.Binary(t, "stock", "kubeadm")
+	config := fmt.Sprintf(`apiVersion: kubeadm.k8s.io/v1beta2
+kind: InitConfiguration
+localAPIEndpoint:
+  advertiseAddress: %s
+  bindPort: 6443
+nodeRegistration:
+  name: %s
+  criSocket: /var/run/dockershim.sock
+---
+apiVersion: kubeadm.k8s.io/v1beta2
+kind: ClusterConfiguration
+kubernetesVersion: v1.17.3
+networking:
+  podSubnet: 10.244.0.0/16
+`, m.ip, nodeName)
+	if err := os.MkdirAll(m.root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(m.path("kubeadm.yaml"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, phase := range kubeadmPhases {
+		args := append(append([]string{"init", "phase"}, phase...), "--config=/kubeadm.yaml", "--rootfs="+m.root)
+		out, err := exec.Command(kubeadm, args...).CombinedOutput()
+		_ = os.WriteFile(filepath.Join(m.logDir, "kubeadm-"+strings.Join(phase, "-")+".log"), out, 0o644)
+		if err != nil {
+			t.Fatalf("setup: kubeadm %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	manifests, err := filepath.Glob(m.path("etc/kubernetes/manifests/*.yaml"))
+	if err != nil || len(manifests) != 4 {
+		t.Fatalf("setup: kubeadm wrote %d manifests (%v), want 4", len(manifests), err)
+	}
+	for _, manifest := range manifests {
+		if err := relocateHostPaths(manifest, m.root); err != nil {
+			t.Fatalf("setup: %v", err)
+		}
+	}
+}
+
+// relocateHostPaths points every hostPath volume of a static-pod manifest into root, so that the
+// pods read this test's PKI, kubeconfigs and etcd data and the kubelet creates nothing in the
+// host's /etc or /usr. The paths inside the containers, and so every flag, stay kubeadm's.
+// kubeadm writes its manifests with sigs.k8s.io/yaml from a v1.Pod, so writing the edited Pod
+// back the same way changes only the paths.
+func relocateHostPaths(manifest, root string) error {
+	data, err := os.ReadFile(manifest)
+	if err != nil {
+		return err
+	}
+	var pod corev1.Pod
+	if err := yaml.UnmarshalStrict(data, &pod); err != nil {
+		return fmt.Errorf("%s: %v", manifest, err)
+	}
+	for _, volume := range pod.Spec.Volumes {
+		if volume.HostPath != nil {
+			volume.HostPath.Path = filepath.Join(root, volume.HostPath.Path)
+		}
+	}
+	out, err := yaml.Marshal(&pod)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(manifest, out, 0o600)
+}
