@@ -294,9 +294,13 @@ func (m *master) teardown(t *testing.T) {
 		note("killing leftover processes: %v", err)
 	} else if n > 0 && (m.kubelet != nil || m.dockerd != nil) {
 		note("%d processes outlived an orderly stop and were killed", n)
+	} else if n > 0 {
+		t.Logf("killed %d processes left by an earlier run", n)
 	}
-	if _, err := unmountUnder(m.root, runDir); err != nil {
+	if points, err := unmountUnder(m.root, runDir); err != nil {
 		note("%v", err)
+	} else if len(points) > 0 {
+		t.Logf("unmounted %d mounts: %s", len(points), strings.Join(points, ", "))
 	}
 	if err := removeCgroups(cgroups); err != nil {
 		note("%v", err)
