@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -42,7 +40,7 @@ func TestKubeadmMaster(t *testing.T) {
 	}
 	releaseImages := map[string]string{}
 	for _, c := range components {
-		ref, err := archiveReference(filepath.Join(imageDir, c+"-amd64.docker.tar"))
+		ref, err := harness.ArchiveReference(filepath.Join(imageDir, c+"-amd64.docker.tar"))
 		if err != nil {
 			t.Fatalf("setup: %v", err)
 		}
@@ -146,10 +144,14 @@ func TestKubeadmMaster(t *testing.T) {
 	for _, c := range components {
 		c := c
 		image := releaseImages[c]
-		s.run("cpswap apply --profile leases "+c+": our image runs, its Lease is renewed by the new instance, Endpoints writes stop", 5*time.Minute, func(ctx context.Context) error {
+		s.run("cpswap plan, apply --profile leases "+c+": our image runs, its Lease is renewed by the new instance, Endpoints writes stop", 5*time.Minute, func(ctx context.Context) error {
 			before, err := leaseLock(ctx, client, c)
 			if err != nil {
 				return err
+			}
+			// README step 2: the plan first, then the apply.
+			if code, out := runLogged(ctx, m.logDir, "cpswap-plan-"+c, cpswap, "plan", "--manifest", manifest(c), "--image", image, "--profile", "leases"); code != 0 {
+				return fmt.Errorf("cpswap plan: exit code %d, want 0:\n%s", code, out)
 			}
 			if code, out := apply(ctx, c, image, "3m"); code != 0 {
 				return fmt.Errorf("cpswap exit code %d, want 0:\n%s", code, out)
@@ -305,33 +307,6 @@ func createHeadlessService(ctx context.Context, client kubernetes.Interface, n i
 		}
 		return ready == n, fmt.Errorf("Endpoints %s/web lists %d ready addresses, want %d", ns, ready, n)
 	})
-}
-
-// archiveReference returns the reference a docker archive's image is tagged with (its only one).
-func archiveReference(archive string) (string, error) {
-	f, err := os.Open(archive)
-	if err != nil {
-		return "", fmt.Errorf("%v (make test-e2e builds it)", err)
-	}
-	defer f.Close()
-	tr := tar.NewReader(f)
-	for {
-		hdr, err := tr.Next()
-		if err != nil {
-			return "", fmt.Errorf("%s: no manifest.json: %v", archive, err)
-		}
-		if hdr.Name != "manifest.json" {
-			continue
-		}
-		var manifest []struct{ RepoTags []string }
-		if err := json.NewDecoder(tr).Decode(&manifest); err != nil {
-			return "", fmt.Errorf("%s: manifest.json: %v", archive, err)
-		}
-		if len(manifest) != 1 || len(manifest[0].RepoTags) != 1 {
-			return "", fmt.Errorf("%s: want one image with one tag, manifest.json has %+v", archive, manifest)
-		}
-		return manifest[0].RepoTags[0], nil
-	}
 }
 
 // commands numbers the logs of runLogged in the order the commands ran.

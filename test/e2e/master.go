@@ -411,6 +411,13 @@ func (m *master) copyPodLogs() {
 				return nil
 			}
 			rel, _ := filepath.Rel(podLogDir, path)
+			// A static pod keeps its UID when its manifest comes back (a rollback), and its
+			// first container's log is 0.log again: the container ID tells the two apart.
+			if target, err := os.Readlink(path); err == nil {
+				if id := filepath.Base(target); len(id) >= 12 {
+					rel = strings.TrimSuffix(rel, ".log") + "." + id[:12] + ".log"
+				}
+			}
 			dest := filepath.Join(m.logDir, "pods", rel)
 			data, err := os.ReadFile(path)
 			if err == nil && os.MkdirAll(filepath.Dir(dest), 0o755) == nil {

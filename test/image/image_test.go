@@ -38,13 +38,22 @@ func docker(t *testing.T, args ...string) string {
 	return strings.TrimSpace(stdout.String())
 }
 
-// load loads a component's amd64 docker-archive and returns the image name.
+// load loads a component's amd64 docker-archive and returns the image name. An image the
+// machine's Docker did not have before is removed when the test ends.
 func load(t *testing.T, component string) string {
 	t.Helper()
-	out := docker(t, "load", "-i", filepath.Join(imageDir(t), component+"-amd64.docker.tar"))
+	archive := filepath.Join(imageDir(t), component+"-amd64.docker.tar")
+	ref, err := harness.ArchiveReference(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exec.Command("docker", "image", "inspect", ref).Run() != nil {
+		t.Cleanup(func() { _ = exec.Command("docker", "rmi", ref).Run() })
+	}
+	out := docker(t, "load", "-i", archive)
 	name := strings.TrimSpace(strings.TrimPrefix(out[strings.LastIndex(out, "Loaded image: "):], "Loaded image: "))
-	if name == "" {
-		t.Fatalf("docker load printed no image name: %q", out)
+	if name != ref {
+		t.Fatalf("docker load printed %q, want the archive's tag %s", out, ref)
 	}
 	return name
 }
