@@ -9,7 +9,7 @@ COMPONENT_COMMANDS := kube-controller-manager kube-scheduler
 
 .PHONY: help
 help: ## List the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-22s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-22s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: source
 source: ## Reconstruct pristine upstream v1.17.3 (hash-verified) as a git repo in _output/src
