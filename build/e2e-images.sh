@@ -12,8 +12,7 @@ e2e_bin="${OUTPUT_DIR}/bin/e2e"
 commit=$(tree_git rev-parse "stock^{commit}")
 epoch=$(tree_git log -1 --format=%ct stock)
 
-image_build="${OUTPUT_DIR}/tools/image-build"
-(cd "${REPO_ROOT}/build/image" && go build -trimpath -o "${image_build}" ./cmd/image-build)
+image_build=$(image_build_tool)
 mkdir -p "${e2e_bin}"
 # The sandbox's process, a static Go stand-in for upstream's build/pause (nothing can be pulled).
 (cd "${REPO_ROOT}" && CGO_ENABLED=0 go build -trimpath -o "${e2e_bin}/pause" ./test/e2e/pause)

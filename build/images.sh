@@ -12,8 +12,7 @@ out="${OUTPUT_DIR}/images/${RELEASE_VERSION}"
 commit=$(tree_git rev-parse "patched^{commit}")
 epoch=$(tree_git log -1 --format=%ct patched)
 
-image_build="${OUTPUT_DIR}/tools/image-build"
-(cd "${REPO_ROOT}/build/image" && go build -trimpath -o "${image_build}" ./cmd/image-build)
+image_build=$(image_build_tool)
 
 for arch in ${archs}; do
   bin_dir="${OUTPUT_DIR}/bin/patched"

@@ -113,3 +113,11 @@ changed_packages() {
   tree_git diff --name-only "${from}" "${to}" -- '*.go' | xargs -r -n1 dirname |
     sed -e 's|^staging/src/||' -e '/^k8s\.io\//!s|^|k8s.io/kubernetes/|' | LC_ALL=C sort -u
 }
+
+# Builds the daemonless image builder (build/image, a module of its own) and prints its path;
+# used as image_build=$(image_build_tool), where errexit does not reach inside the function.
+image_build_tool() {
+  local tool="${OUTPUT_DIR}/tools/image-build"
+  (cd "${REPO_ROOT}/build/image" && go build -trimpath -o "${tool}" ./cmd/image-build) || return 1
+  echo "${tool}"
+}

@@ -88,7 +88,6 @@ func TestKubeadmMaster(t *testing.T) {
 	onThisHost := func(holder string) bool { return strings.HasPrefix(holder, hostname+"_") }
 
 	stockImage := func(c string) string { return "k8s.gcr.io/" + c + ":v1.17.3" }
-	stockHolders := map[string]string{}
 	s.run("stock control plane up: 4 static pods Running, both components lead through endpointsleases", 5*time.Minute, func(ctx context.Context) error {
 		for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
 			image := "k8s.gcr.io/etcd:3.4.3-0"
@@ -99,7 +98,7 @@ func TestKubeadmMaster(t *testing.T) {
 				return fmt.Errorf("%v\n%s", err, m.kubelet.Tail(10))
 			}
 		}
-		return waitLeaders(ctx, client, onThisHost, stockHolders)
+		return waitLeaders(ctx, client, onThisHost)
 	})
 
 	s.run("a headless Service with 3 pods run by the kubelet, scheduled by the stock scheduler", 2*time.Minute, func(ctx context.Context) error {
@@ -184,13 +183,13 @@ func TestKubeadmMaster(t *testing.T) {
 				return err
 			}
 		}
-		return waitLeaders(ctx, client, onThisHost, map[string]string{})
+		return waitLeaders(ctx, client, onThisHost)
 	})
 }
 
 // waitLeaders waits until each component's Endpoints lock and Lease are renewed by an instance on
-// this host, and records the holders.
-func waitLeaders(ctx context.Context, client kubernetes.Interface, onThisHost func(string) bool, holders map[string]string) error {
+// this host.
+func waitLeaders(ctx context.Context, client kubernetes.Interface, onThisHost func(string) bool) error {
 	for _, c := range components {
 		r, err := waitRenewedBy(ctx, client, endpointsLock, c, onThisHost)
 		if err != nil {
@@ -199,7 +198,6 @@ func waitLeaders(ctx context.Context, client kubernetes.Interface, onThisHost fu
 		if _, err := waitRenewedBy(ctx, client, leaseLock, c, func(h string) bool { return h == r.Holder }); err != nil {
 			return fmt.Errorf("%s does not renew its Lease: %v", c, err)
 		}
-		holders[c] = r.Holder
 	}
 	return nil
 }

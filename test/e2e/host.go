@@ -271,74 +271,54 @@ var kubeletSysctls = []string{
 	"net/bridge/bridge-nf-call-ip6tables",
 }
 
-// readSysctls returns the current values of names that exist on this host.
-func readSysctls(names []string) map[string]string {
+// kubeletChangedProcFiles lists the /proc files the kubelet writes and the test restores: the
+// kernel parameters above, and the oom_score_adj of the host's container runtime daemons, which
+// kubelet v1.17.3 sets to -999 at start and every 5 minutes, whatever its flags say (the dockerd
+// in /var/run/docker.pid, every dockerd when that file cannot be read, and docker-containerd).
+func kubeletChangedProcFiles() []string {
+	var paths []string
+	for _, name := range kubeletSysctls {
+		paths = append(paths, filepath.Join("/proc/sys", name))
+	}
+	procs, err := procfs.AllProcs()
+	if err != nil {
+		return paths
+	}
+	for _, p := range procs {
+		if comm, err := p.Comm(); err == nil && (comm == "dockerd" || comm == "docker-containerd" || comm == "containerd") {
+			paths = append(paths, fmt.Sprintf("/proc/%d/oom_score_adj", p.PID))
+		}
+	}
+	return paths
+}
+
+// readProcFiles returns the content of each file that exists, by path.
+func readProcFiles(paths []string) map[string]string {
 	values := map[string]string{}
-	for _, name := range names {
-		if data, err := os.ReadFile(filepath.Join("/proc/sys", name)); err == nil {
-			values[name] = strings.TrimSpace(string(data))
+	for _, path := range paths {
+		if data, err := os.ReadFile(path); err == nil {
+			values[path] = strings.TrimSpace(string(data))
 		}
 	}
 	return values
 }
 
-// writeSysctls sets each parameter whose value differs, and returns the ones it changed.
-func writeSysctls(values map[string]string) ([]string, error) {
+// restoreProcFiles writes back each recorded value that differs from the file's content (a file
+// that is gone, of a process that ended, is skipped), and returns the ones it changed.
+func restoreProcFiles(values map[string]string) ([]string, error) {
 	var changed []string
 	var errs []error
-	for name, want := range values {
-		path := filepath.Join("/proc/sys", name)
-		have, err := os.ReadFile(path)
-		if err == nil && strings.TrimSpace(string(have)) == want {
-			continue
-		}
-		if err := os.WriteFile(path, []byte(want+"\n"), 0o644); err != nil {
-			errs = append(errs, fmt.Errorf("restoring %s=%s: %v", name, want, err))
-			continue
-		}
-		changed = append(changed, fmt.Sprintf("%s %s->%s", name, strings.TrimSpace(string(have)), want))
-	}
-	sort.Strings(changed)
-	return changed, errors.Join(errs...)
-}
-
-// runtimeOOMScoreAdj returns the oom_score_adj of the host's container runtime daemons, by PID:
-// kubelet v1.17.3 sets -999 on the dockerd in /var/run/docker.pid (every dockerd, when that file
-// cannot be read) and on docker-containerd, at start and every 5 minutes, whatever its flags say.
-func runtimeOOMScoreAdj() map[string]string {
-	scores := map[string]string{}
-	procs, err := procfs.AllProcs()
-	if err != nil {
-		return scores
-	}
-	for _, p := range procs {
-		comm, err := p.Comm()
-		if err != nil || (comm != "dockerd" && comm != "docker-containerd" && comm != "containerd") {
-			continue
-		}
-		if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/oom_score_adj", p.PID)); err == nil {
-			scores[strconv.Itoa(p.PID)] = strings.TrimSpace(string(data))
-		}
-	}
-	return scores
-}
-
-// restoreOOMScoreAdj puts back the recorded values of the processes that still run, and returns
-// the ones it changed.
-func restoreOOMScoreAdj(scores map[string]string) ([]string, error) {
-	var changed []string
-	var errs []error
-	for pid, want := range scores {
-		path := "/proc/" + pid + "/oom_score_adj"
+	for path, want := range values {
 		have, err := os.ReadFile(path)
 		if err != nil || strings.TrimSpace(string(have)) == want {
 			continue
 		}
-		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
-			errs = append(errs, fmt.Errorf("restoring oom_score_adj %s of process %s: %v", want, pid, err))
+		if err := os.WriteFile(path, []byte(want+"\n"), 0o644); err != nil {
+			errs = append(errs, fmt.Errorf("restoring %s to %s: %v", path, want, err))
 			continue
 		}
-		changed = append(changed, fmt.Sprintf("process %s oom_score_adj %s->%s", pid, strings.TrimSpace(string(have)), want))
+		changed = append(changed, fmt.Sprintf("%s %s->%s", path, strings.TrimSpace(string(have)), want))
 	}
+	sort.Strings(changed)
 	return changed, errors.Join(errs...)
 }

@@ -51,9 +51,10 @@ type master struct {
 	logDir string
 	ip     string // the host's address: kubeadm's advertiseAddress and the node IP
 
-	dockerd  *harness.Process
-	kubelet  *harness.Process
-	stopLogs chan struct{}
+	dockerd     *harness.Process
+	kubelet     *harness.Process
+	stopLogs    chan struct{}
+	logsStopped chan struct{}
 }
 
 func newMaster(t *testing.T) *master {
@@ -191,8 +192,8 @@ func (m *master) startKubelet(t *testing.T) {
 		"--read-only-port=0",
 		"--v=2",
 	)
-	m.stopLogs = make(chan struct{})
-	go m.keepPodLogs(m.stopLogs)
+	m.stopLogs, m.logsStopped = make(chan struct{}), make(chan struct{})
+	go m.keepPodLogs(m.stopLogs, m.logsStopped)
 }
 
 func (m *master) cgroups(t *testing.T) []string {
@@ -235,8 +236,7 @@ func hostIP() (string, error) {
 // hostState is what the test changes on the host outside its directories, recorded before it
 // changes anything, in _output/e2e/host-state.json so that a killed run's successor restores it.
 type hostState struct {
-	Sysctls          map[string]string `json:"sysctls"`
-	RuntimeOOMScores map[string]string `json:"runtimeOOMScoreAdj"`
+	ProcFiles        map[string]string `json:"procFiles"`
 	PodLogDirExisted bool              `json:"podLogDirExisted"`
 	LogDirExisted    bool              `json:"containerLogDirExisted"`
 }
@@ -244,7 +244,7 @@ type hostState struct {
 func (m *master) stateFile() string { return filepath.Join(m.dir, "host-state.json") }
 
 func (m *master) recordHostState(t *testing.T) {
-	state := hostState{Sysctls: readSysctls(kubeletSysctls), RuntimeOOMScores: runtimeOOMScoreAdj(), PodLogDirExisted: exists(podLogDir), LogDirExisted: exists(containerLogDir)}
+	state := hostState{ProcFiles: readProcFiles(kubeletChangedProcFiles()), PodLogDirExisted: exists(podLogDir), LogDirExisted: exists(containerLogDir)}
 	data, err := json.MarshalIndent(state, "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -271,6 +271,7 @@ func (m *master) teardown(t *testing.T) {
 
 	if m.stopLogs != nil {
 		close(m.stopLogs)
+		<-m.logsStopped
 		m.stopLogs = nil
 	}
 	if m.kubelet != nil {
@@ -305,7 +306,7 @@ func (m *master) teardown(t *testing.T) {
 	if err := removeCgroups(cgroups); err != nil {
 		note("%v", err)
 	}
-	if err := m.restoreHostState(); err != nil {
+	if err := m.restoreHostState(t.Logf); err != nil {
 		note("%v", err)
 	}
 	for _, dir := range []string{m.root, runDir} {
@@ -322,9 +323,9 @@ func (m *master) teardown(t *testing.T) {
 	}
 }
 
-// restoreHostState puts back the kernel parameters and removes this test's pod logs (and the log
+// restoreHostState puts back the /proc files the kubelet changed and removes this test's pod logs (and the log
 // directories if the kubelet created them), then forgets the recorded state.
-func (m *master) restoreHostState() error {
+func (m *master) restoreHostState(logf func(format string, args ...interface{})) error {
 	data, err := os.ReadFile(m.stateFile())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -337,15 +338,10 @@ func (m *master) restoreHostState() error {
 		return fmt.Errorf("%s: %v", m.stateFile(), err)
 	}
 	var errs []error
-	if changed, err := writeSysctls(state.Sysctls); err != nil {
+	if changed, err := restoreProcFiles(state.ProcFiles); err != nil {
 		errs = append(errs, err)
 	} else if len(changed) > 0 {
-		fmt.Fprintf(os.Stderr, "e2e: restored kernel parameters the kubelet set: %s\n", strings.Join(changed, ", "))
-	}
-	if changed, err := restoreOOMScoreAdj(state.RuntimeOOMScores); err != nil {
-		errs = append(errs, err)
-	} else if len(changed) > 0 {
-		fmt.Fprintf(os.Stderr, "e2e: restored what the kubelet set: %s\n", strings.Join(changed, ", "))
+		logf("restored what the kubelet changed: %s", strings.Join(changed, ", "))
 	}
 	for _, dir := range []string{podLogDir, containerLogDir} {
 		entries, _ := os.ReadDir(dir)
@@ -384,9 +380,11 @@ func (m *master) saveContainerLogs(t *testing.T) {
 	}
 }
 
-// keepPodLogs copies the pod logs every few seconds until stop is closed: the kubelet removes a
-// replaced static pod's logs with the pod, and the test keeps every container's.
-func (m *master) keepPodLogs(stop <-chan struct{}) {
+// keepPodLogs copies the pod logs every few seconds until stop is closed, then closes stopped:
+// the kubelet removes a replaced static pod's logs with the pod, and the test keeps every
+// container's.
+func (m *master) keepPodLogs(stop <-chan struct{}, stopped chan<- struct{}) {
+	defer close(stopped)
 	ticker := time.NewTicker(3 * time.Second)
 	defer ticker.Stop()
 	for {
