@@ -79,6 +79,10 @@ test-e2e: images-amd64 ## A kubeadm master run by a real kubelet: cpswap onto th
 prove-patches: patch ## Each patch's Regression-Test fails on the series without that patch
 	build/prove-patches.sh
 
+.PHONY: ha-figures
+ha-figures: build ## The HA fault suite on stock (waits up to 5 min per fault) and patched: a table of figures (~15 min)
+	build/ha-figures.sh
+
 .PHONY: bench
 bench: build ## Headless resync at N=2,000/13,000, qps 20/100, stock vs patched -> docs/benchmarks.md (~1 h)
 	build/bench.sh

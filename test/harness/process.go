@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -116,6 +117,23 @@ func (p *Process) Tail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
+// FirstLogLine returns the first log line that contains substr, or "".
+func (p *Process) FirstLogLine(substr string) string {
+	f, err := os.Open(p.LogPath)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	scanner := bufio.NewScanner(f)
+	scanner.Buffer(make([]byte, 1024*1024), 1024*1024)
+	for scanner.Scan() {
+		if strings.Contains(scanner.Text(), substr) {
+			return scanner.Text()
+		}
+	}
+	return ""
+}
+
 // CountLogLines counts the log lines that contain substr.
 func (p *Process) CountLogLines(substr string) int {
 	f, err := os.Open(p.LogPath)
@@ -140,7 +158,13 @@ var ErrNoMetric = errors.New("metric not exported")
 // Metric returns the value of a counter or gauge scraped from a Prometheus endpoint, summed over
 // the series whose labels include all of the given ones. A metric that is not there is an error.
 func Metric(url, name string, labels map[string]string) (float64, error) {
-	families, err := Scrape(url)
+	return MetricWithToken(url, "", name, labels)
+}
+
+// MetricWithToken is Metric for an endpoint that wants a bearer token, such as an apiserver's
+// /metrics on its secure port (whose test certificate is not verified).
+func MetricWithToken(url, token, name string, labels map[string]string) (float64, error) {
+	families, err := scrape(url, token)
 	if err != nil {
 		return 0, err
 	}
@@ -182,7 +206,20 @@ func Metric(url, name string, labels map[string]string) (float64, error) {
 
 // Scrape reads every metric family from a Prometheus text endpoint.
 func Scrape(url string) (map[string]*dto.MetricFamily, error) {
-	resp, err := http.Get(url)
+	return scrape(url, "")
+}
+
+func scrape(url, token string) (map[string]*dto.MetricFamily, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	defer client.CloseIdleConnections()
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,192 @@
+package ha
+
+import (
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// loadBalancer is a TCP load balancer on loopback: what a VIP, LVS or HAProxy in front of the
+// masters' apiservers is to the components. Each client gets a frontend of its own (a port), so a
+// fault can hit one client's connections and spare the others. New connections go to the current
+// backend. TLS passes through untouched: the components talk HTTP/2 to the apiservers' secure
+// ports through it.
+type loadBalancer struct {
+	t        testing.TB
+	backends []string
+
+	mu        sync.Mutex
+	current   int
+	listeners []net.Listener
+	conns     map[*proxiedConn]struct{}
+	closed    bool
+	wg        sync.WaitGroup
+}
+
+// proxiedConn is one client connection and its connection to a backend.
+type proxiedConn struct {
+	frontend        string
+	client, backend *net.TCPConn
+	// blackholed: bytes are read from both sides and dropped, and both sockets stay open, so
+	// neither end sees a FIN or an RST: what a moved VIP or a dead switch does to an established
+	// connection. (Dropped bytes are acknowledged at the TCP level here, so a peer's kernel never
+	// gives up on the connection by itself: only the application can notice.)
+	blackholed atomic.Bool
+	closeOnce  sync.Once
+}
+
+func newLoadBalancer(t testing.TB, backends ...string) *loadBalancer {
+	lb := &loadBalancer{t: t, backends: backends, conns: map[*proxiedConn]struct{}{}}
+	t.Cleanup(lb.close)
+	return lb
+}
+
+// frontend opens a listener for one client and returns its address.
+func (lb *loadBalancer) frontend(name string) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		lb.t.Fatal(err)
+	}
+	lb.mu.Lock()
+	lb.listeners = append(lb.listeners, l)
+	lb.mu.Unlock()
+	lb.wg.Add(1)
+	go func() {
+		defer lb.wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			lb.forward(name, c.(*net.TCPConn))
+		}
+	}()
+	return l.Addr().String()
+}
+
+// forward connects an accepted client to the current backend and pumps bytes both ways. A
+// backend that cannot be reached resets the client, as an LB with no live backend does.
+func (lb *loadBalancer) forward(frontend string, client *net.TCPConn) {
+	lb.mu.Lock()
+	backend := lb.backends[lb.current]
+	lb.mu.Unlock()
+	conn, err := net.DialTimeout("tcp", backend, 2*time.Second)
+	if err != nil {
+		_ = client.SetLinger(0)
+		client.Close()
+		return
+	}
+	pc := &proxiedConn{frontend: frontend, client: client, backend: conn.(*net.TCPConn)}
+	lb.mu.Lock()
+	if lb.closed {
+		lb.mu.Unlock()
+		pc.close(true)
+		return
+	}
+	lb.conns[pc] = struct{}{}
+	lb.mu.Unlock()
+	done := func() {
+		pc.close(false)
+		lb.mu.Lock()
+		delete(lb.conns, pc)
+		lb.mu.Unlock()
+	}
+	lb.wg.Add(2)
+	go func() { defer lb.wg.Done(); pc.pump(pc.backend, pc.client); done() }()
+	go func() { defer lb.wg.Done(); pc.pump(pc.client, pc.backend); done() }()
+}
+
+func (pc *proxiedConn) pump(dst, src *net.TCPConn) {
+	buf := make([]byte, 32*1024)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !pc.blackholed.Load() {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// close ends both sides, with an RST if reset (SO_LINGER 0) or a FIN otherwise.
+func (pc *proxiedConn) close(reset bool) {
+	pc.closeOnce.Do(func() {
+		if reset {
+			_ = pc.client.SetLinger(0)
+			_ = pc.backend.SetLinger(0)
+		}
+		pc.client.Close()
+		pc.backend.Close()
+	})
+}
+
+// route sends new connections to backend i from now on; established ones stay where they are.
+func (lb *loadBalancer) route(i int) {
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	lb.current = i
+}
+
+// connsOf returns the established connections of the named frontends (all if none is named).
+func (lb *loadBalancer) connsOf(frontends ...string) []*proxiedConn {
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	var out []*proxiedConn
+	for pc := range lb.conns {
+		if len(frontends) == 0 || contains(frontends, pc.frontend) {
+			out = append(out, pc)
+		}
+	}
+	return out
+}
+
+// blackhole silences the established connections of the named frontends and returns how many.
+func (lb *loadBalancer) blackhole(frontends ...string) int {
+	conns := lb.connsOf(frontends...)
+	for _, pc := range conns {
+		pc.blackholed.Store(true)
+	}
+	return len(conns)
+}
+
+// reset ends the established connections of the named frontends with an RST both ways.
+func (lb *loadBalancer) reset(frontends ...string) int {
+	conns := lb.connsOf(frontends...)
+	for _, pc := range conns {
+		pc.close(true)
+	}
+	return len(conns)
+}
+
+func (lb *loadBalancer) close() {
+	lb.mu.Lock()
+	lb.closed = true
+	listeners := lb.listeners
+	lb.mu.Unlock()
+	for _, l := range listeners {
+		l.Close()
+	}
+	lb.reset()
+	lb.wg.Wait()
+}
+
+func (lb *loadBalancer) String() string {
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	return fmt.Sprintf("lb(%d connections, new ones to %s)", len(lb.conns), lb.backends[lb.current])
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,212 @@
+package ha
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/idc-lts/kube-1.17/test/fixture"
+	"github.com/idc-lts/kube-1.17/test/harness"
+)
+
+const (
+	namespace = "ha"
+	// services: half have three pods (fixture.MultiSubset), of which two may be deleted while
+	// the Endpoints still exist: enough pods for one deletion every 500 ms for 30 s.
+	services = 60
+	// Upstream's leader-election defaults, which the instances run with.
+	leaseDuration = 15 * time.Second
+	renewDeadline = 10 * time.Second
+)
+
+// recoveryBound is how long a scenario waits for a pod deletion to reach its Endpoints when
+// the scenario does not recover faster: def, or HA_RECOVERY_BOUND (e.g. "5m" to measure how long
+// stock stays stuck).
+func recoveryBound(t *testing.T, def time.Duration) time.Duration {
+	if s := os.Getenv("HA_RECOVERY_BOUND"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			t.Fatalf("HA_RECOVERY_BOUND=%q: want a positive duration such as 5m", s)
+		}
+		return d
+	}
+	return def
+}
+
+// scenario is a running cluster with the fixture Services, complete Endpoints and a leader.
+type scenario struct {
+	*cluster
+	fixtures []fixture.ServiceFixture
+	// podIPs: Service name -> the IPs of all its pods, deleted or not.
+	podIPs map[string][]string
+	// deletable: pods (namespace-less name, Service, IP) the scenario may delete, in order.
+	deletable []pod
+	next      int
+	deleted   map[string]bool
+}
+
+type pod struct{ name, service, ip string }
+
+// setUp starts the cluster, creates the Services, starts the instances and waits until one
+// leads and every Endpoints is complete.
+func setUp(t *testing.T, kcmArgs ...string) *scenario {
+	c := startCluster(t)
+	s := &scenario{cluster: c, podIPs: map[string][]string{}, deleted: map[string]bool{}}
+	s.fixtures = fixture.CreateServices(t, c.client, namespace, 0, services)
+	for _, f := range s.fixtures {
+		for name, ip := range f.PodIPs {
+			s.podIPs[f.Name] = append(s.podIPs[f.Name], ip)
+			if f.Shape == fixture.MultiSubset && !strings.HasSuffix(name, "-2") {
+				s.deletable = append(s.deletable, pod{name: name, service: f.Name, ip: ip})
+			}
+		}
+	}
+	c.startKubeControllerManagers(kcmArgs...)
+	s.waitLeader(60 * time.Second)
+	s.waitEndpointsComplete(60 * time.Second)
+	return s
+}
+
+// waitLeader waits until an instance has written the lock and returns it.
+func (s *scenario) waitLeader(timeout time.Duration) string {
+	var leader string
+	if err := wait.PollImmediate(250*time.Millisecond, timeout, func() (bool, error) {
+		leader = s.history().leaderAt(time.Now())
+		return leader != "", nil
+	}); err != nil {
+		s.t.Fatalf("no instance wrote the leader-election lock within %v", timeout)
+	}
+	return leader
+}
+
+func (s *scenario) waitEndpointsComplete(timeout time.Duration) {
+	missing := 0
+	err := wait.PollImmediate(500*time.Millisecond, timeout, func() (bool, error) {
+		list, err := s.client.CoreV1().Endpoints(namespace).List(metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		byName := map[string]*v1.Endpoints{}
+		for i := range list.Items {
+			byName[list.Items[i].Name] = &list.Items[i]
+		}
+		missing = 0
+		for _, f := range s.fixtures {
+			ep, ok := byName[f.Name]
+			wantReady, wantNotReady := f.WantAddresses()
+			if !ok {
+				missing++
+			} else if ready, notReady := fixture.CountAddresses(ep); ready != wantReady || notReady != wantNotReady {
+				missing++
+			}
+		}
+		return missing == 0, nil
+	})
+	if err != nil {
+		s.t.Fatalf("%d of %d Endpoints incomplete after %v", missing, len(s.fixtures), timeout)
+	}
+}
+
+// deletePod deletes the next deletable pod at once (no kubelet runs here) and returns it.
+func (s *scenario) deletePod() pod {
+	if s.next == len(s.deletable) {
+		s.t.Fatalf("all %d deletable pods are deleted", len(s.deletable))
+	}
+	p := s.deletable[s.next]
+	s.next++
+	s.deleted[p.ip] = true
+	zero := int64(0)
+	// The test's own connection may be cut by the fault (an apiserver stopping): retry.
+	err := wait.PollImmediate(200*time.Millisecond, 30*time.Second, func() (bool, error) {
+		err := s.client.CoreV1().Pods(namespace).Delete(p.name, &metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		if err != nil && !errors.IsNotFound(err) {
+			s.t.Logf("deleting pod %s: %v (retrying)", p.name, err)
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		s.t.Fatalf("deleting pod %s: %v", p.name, err)
+	}
+	return p
+}
+
+// logTime is when the component first logged a line containing substr, by the klog header
+// ("I1123 15:48:17.277050"), or zero if it never did.
+func logTime(c *harness.Component, substr string) time.Time {
+	line := c.FirstLogLine(substr)
+	if len(line) < 21 {
+		return time.Time{}
+	}
+	now := time.Now()
+	at, err := time.ParseInLocation("0102 15:04:05.000000", line[1:21], time.Local)
+	if err != nil {
+		return time.Time{}
+	}
+	return at.AddDate(now.Year(), 0, 0)
+}
+
+// waitRemoved waits until p's Endpoints no longer list it and returns how long after from that
+// was seen, or false if it was not within bound.
+func (s *scenario) waitRemoved(p pod, from time.Time, bound time.Duration) (time.Duration, bool) {
+	for time.Since(from) < bound {
+		ep, err := s.client.CoreV1().Endpoints(namespace).Get(p.service, metav1.GetOptions{})
+		if err == nil && !fixture.HasIP(ep, p.ip) {
+			return time.Since(from), true
+		}
+		if err != nil && !errors.IsNotFound(err) {
+			s.t.Logf("reading Endpoints %s: %v", p.service, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return bound, false
+}
+
+// outcome is what a scenario measured, for its figures line and its checks.
+type outcome struct {
+	scenario   string
+	recovery   time.Duration
+	recovered  bool
+	leaders    []string
+	lost       []write
+	dualWrites []write
+	extra      []string
+}
+
+// check fails the test on lost Endpoints or dual writes, and writes the figures line to the
+// test log and to <log dir>/figures.txt.
+func (s *scenario) check(o outcome) {
+	h := s.history()
+	o.leaders = h.leaders()
+	o.lost = h.lostEndpoints(namespace, s.podIPs, s.deleted)
+	o.dualWrites = h.dualWrites(namespace)
+	recovery := fmt.Sprintf("%.1fs", o.recovery.Seconds())
+	if !o.recovered {
+		recovery = fmt.Sprintf("> %v (bound)", o.recovery)
+	}
+	line := fmt.Sprintf("%s\t%s\trecovery %s\tleaders %s\tlive Endpoints lost %d\tdual writes %d",
+		o.scenario, s.variant, recovery, strings.Join(o.leaders, " -> "), len(o.lost), len(o.dualWrites))
+	if len(o.extra) > 0 {
+		line += "\t" + strings.Join(o.extra, "\t")
+	}
+	s.t.Log("FIGURES " + line)
+	f, err := os.OpenFile(filepath.Join(s.logDir, "figures.txt"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err == nil {
+		fmt.Fprintln(f, line)
+		f.Close()
+	}
+	for _, w := range o.lost {
+		s.t.Errorf("LIVE ENDPOINTS LOST: %s %s/%s by %s at %s carried %v", w.verb, w.namespace, w.name, w.user, w.at.Format(time.StampMicro), w.ips)
+	}
+	for _, w := range o.dualWrites {
+		s.t.Errorf("TWO LEADERS: %s wrote Endpoints %s at %s while %s held the lock", w.user, w.name, w.at.Format(time.StampMicro), h.leaderAt(w.at))
+	}
+}
