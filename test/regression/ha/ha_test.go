@@ -127,15 +127,17 @@ func TestCompactionUnderWatches(t *testing.T) {
 	s.waitEndpointsComplete(30 * time.Second)
 	time.Sleep(5 * time.Second)
 	etcdListsAfter, clientListsAfter := s.listCounts(b)
+	// A watch resumed too far back ends with "too old resource version"; a list at such a
+	// resourceVersion that reaches etcd fails with "... is too old".
 	gone := 0
 	for _, k := range s.kcms {
-		gone += k.CountLogLines("too old resource version")
+		gone += k.CountLogLines("too old")
 	}
 	etcdLists, clientLists := etcdListsAfter-etcdListsBefore, clientListsAfter-clientListsBefore
 	s.check(outcome{scenario: "etcd compaction under watches", recovery: recovery, recovered: ok, extra: []string{
-		fmt.Sprintf("watches ended 410 %d", gone), fmt.Sprintf("LISTs from clients %.0f", clientLists), fmt.Sprintf("LISTs to etcd %.0f", etcdLists)}})
-	if gone == 0 {
-		t.Errorf("no instance logged a watch ending with 'too old resource version': the scenario did not force a relist")
+		fmt.Sprintf("watches or lists answered 410 %d", gone), fmt.Sprintf("LISTs from clients %.0f", clientLists), fmt.Sprintf("LISTs to etcd %.0f", etcdLists)}})
+	if clientLists < 1 {
+		t.Errorf("no client listed anything on B after the failover: the scenario did not force a relist")
 	}
 	if !ok {
 		t.Errorf("the deletion of pod %s did not reach its Endpoints within %v", p.name, recovery)

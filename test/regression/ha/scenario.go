@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -62,7 +63,13 @@ func setUp(t *testing.T, kcmArgs ...string) *scenario {
 	s := &scenario{cluster: c, podIPs: map[string][]string{}, deleted: map[string]bool{}}
 	s.fixtures = fixture.CreateServices(t, c.client, namespace, 0, services)
 	for _, f := range s.fixtures {
-		for name, ip := range f.PodIPs {
+		names := make([]string, 0, len(f.PodIPs))
+		for name := range f.PodIPs {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			ip := f.PodIPs[name]
 			s.podIPs[f.Name] = append(s.podIPs[f.Name], ip)
 			if f.Shape == fixture.MultiSubset && !strings.HasSuffix(name, "-2") {
 				s.deletable = append(s.deletable, pod{name: name, service: f.Name, ip: ip})
@@ -87,31 +94,45 @@ func (s *scenario) waitLeader(timeout time.Duration) string {
 	return leader
 }
 
+// waitEndpointsComplete waits until every Service's Endpoints list exactly its live pods.
 func (s *scenario) waitEndpointsComplete(timeout time.Duration) {
-	missing := 0
+	var incomplete []string
 	err := wait.PollImmediate(500*time.Millisecond, timeout, func() (bool, error) {
 		list, err := s.client.CoreV1().Endpoints(namespace).List(metav1.ListOptions{})
 		if err != nil {
 			return false, nil
 		}
-		byName := map[string]*v1.Endpoints{}
+		listed := map[string]map[string]bool{}
 		for i := range list.Items {
-			byName[list.Items[i].Name] = &list.Items[i]
+			ips := map[string]bool{}
+			for _, subset := range list.Items[i].Subsets {
+				for _, a := range append(append([]v1.EndpointAddress{}, subset.Addresses...), subset.NotReadyAddresses...) {
+					ips[a.IP] = true
+				}
+			}
+			listed[list.Items[i].Name] = ips
 		}
-		missing = 0
-		for _, f := range s.fixtures {
-			ep, ok := byName[f.Name]
-			wantReady, wantNotReady := f.WantAddresses()
-			if !ok {
-				missing++
-			} else if ready, notReady := fixture.CountAddresses(ep); ready != wantReady || notReady != wantNotReady {
-				missing++
+		incomplete = nil
+		for service, ips := range s.podIPs {
+			live := 0
+			for _, ip := range ips {
+				if !s.deleted[ip] {
+					live++
+					if !listed[service][ip] {
+						incomplete = append(incomplete, service)
+						break
+					}
+				}
+			}
+			if len(listed[service]) != live && (len(incomplete) == 0 || incomplete[len(incomplete)-1] != service) {
+				incomplete = append(incomplete, service)
 			}
 		}
-		return missing == 0, nil
+		return len(incomplete) == 0, nil
 	})
 	if err != nil {
-		s.t.Fatalf("%d of %d Endpoints incomplete after %v", missing, len(s.fixtures), timeout)
+		sort.Strings(incomplete)
+		s.t.Fatalf("%d of %d Endpoints do not list exactly their live pods after %v: %v", len(incomplete), len(s.podIPs), timeout, incomplete)
 	}
 }
 
