@@ -52,6 +52,9 @@ func StartDaemon(t testing.TB, logDir, name, binary string, args ...string) *Pro
 	}
 	cmd := exec.Command(binary, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// If the test process is killed halfway (a timeout, Ctrl-C twice, SIGKILL), the kernel kills
+	// what it started instead of leaving apiservers and controllers running.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		t.Fatalf("starting %s (%s): %v", name, binary, err)
