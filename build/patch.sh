@@ -4,7 +4,9 @@
 # committer and the patch's own dates, so their hashes are the same on every machine.
 #
 # With --without PATCH the series minus that patch goes to branch "without-NNNN" (NNNN: the patch's
-# number) instead, for proving that a regression test fails when its patch is gone.
+# number) instead, for proving that a regression test fails when its patch is gone. A patch whose
+# header says "Requires: NNNN" (it cannot build without patch NNNN, e.g. an API that patch brings)
+# is left out with NNNN, and so on down the chain.
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -39,10 +41,26 @@ tree_git am --abort >/dev/null 2>&1 || true
 tree_git checkout -q --detach upstream
 stock=$(tree_git rev-parse upstream)
 in_build_prefix=true
+seen=" "
+left_out=" ${without%%-*} "
+applied=0
 while read -r name; do
-  [ "${name}" != "${without}" ] || continue
   patch="${PATCHES_DIR}/${name}"
   [ -f "${patch}" ] || die "patches/series lists ${name}, but ${patch} does not exist"
+  seen="${seen}${name%%-*} "
+  [ "${name}" != "${without}" ] || continue
+  skip=false
+  for required in $(patch_field_all "${patch}" Requires); do
+    if [[ "${seen}" != *" ${required} "* ]] || [ "${required}" = "${name%%-*}" ]; then
+      die "${name}: Requires: ${required} is not a patch listed before it in patches/series"
+    fi
+    if [[ "${left_out}" == *" ${required} "* ]]; then
+      log "${result_branch}: leaving out ${name} too (Requires: ${required})"
+      left_out="${left_out}${name%%-*} "
+      skip=true
+    fi
+  done
+  ${skip} && continue
   category=$(patch_field "${patch}" Category)
   if [ "${category}" = build ]; then
     ${in_build_prefix} || die "${name} is a build fix listed after a non-build patch; build fixes come first in patches/series"
@@ -56,6 +74,7 @@ while read -r name; do
     printf '%s\n' "${output}" >&2
     die "patch ${name} does not apply${failing:+ (failing: ${failing})}; branch ${result_branch} and tag stock are unchanged"
   fi
+  applied=$((applied + 1))
   ${in_build_prefix} && stock=$(tree_git rev-parse HEAD)
 done < <(series_patches)
 
@@ -70,4 +89,4 @@ else
   # Leave the tree where developers work: on branch patched.
   tree_git checkout -q patched 2>/dev/null || true
 fi
-log "${result_branch} = $(tree_git rev-parse "${result_branch}") ($(series_patches | grep -cvxF "${without:-/}") patches)"
+log "${result_branch} = $(tree_git rev-parse "${result_branch}") (${applied} patches)"
