@@ -109,6 +109,14 @@ func (h history) leaders() []string {
 	return out
 }
 
+// successor is the last leader when leadership changed hands, or "".
+func (h history) successor() string {
+	if leaders := h.leaders(); len(leaders) > 1 {
+		return leaders[len(leaders)-1]
+	}
+	return ""
+}
+
 // leaderAt is the user whose lock write last succeeded at or before t, or "".
 func (h history) leaderAt(t time.Time) string {
 	leader := ""

@@ -41,10 +41,7 @@ func TestSilentConnectionsAreReplaced(t *testing.T) {
 	p := s.deletePod()
 	t.Logf("VIP moved: %d established connections of %v silenced; leader was %s; deleted pod %s", n, frontends, before, p.name)
 	recovery, ok := s.waitRemoved(p, faultAt, recoveryBound(t, 100*time.Second))
-	s.check(outcome{scenario: "VIP moves (every connection silent)", recovery: recovery, recovered: ok})
-	if !ok {
-		t.Errorf("the deletion of pod %s did not reach its Endpoints within %v of the connections going silent", p.name, recovery)
-	}
+	s.check(outcome{scenario: "VIP moves (every connection silent)", deleted: p, recovery: recovery, recovered: ok})
 }
 
 // TestBlackholedLeader: only the leader's connections go silent (its master lost the path to the
@@ -64,16 +61,10 @@ func TestBlackholedLeader(t *testing.T) {
 	// while to dump every goroutine and exit.
 	steppedDown := logTime(old, stoppedLeadingLine)
 	h := s.history()
-	successor := ""
-	if leaders := h.leaders(); len(leaders) > 1 {
-		successor = leaders[len(leaders)-1]
-	}
+	successor := h.successor()
 	takeover := h.firstLockWriteBy(successor, faultAt)
 	extra := []string{fmt.Sprintf("old leader stopped leading %s", since(steppedDown, faultAt)), fmt.Sprintf("successor's first lock write %s", since(takeover, faultAt))}
-	s.check(outcome{scenario: "leader's connections silent", recovery: recovery, recovered: ok, extra: extra})
-	if !ok {
-		t.Errorf("the deletion of pod %s did not reach its Endpoints within %v", p.name, recovery)
-	}
+	s.check(outcome{scenario: "leader's connections silent", deleted: p, recovery: recovery, recovered: ok, extra: extra})
 	if steppedDown.IsZero() || (!takeover.IsZero() && takeover.Before(steppedDown)) {
 		t.Errorf("TWO LEADERS: the silenced leader %s still led when %s took the lock (%s after the fault); it stopped leading %s",
 			leader, successor, since(takeover, faultAt), since(steppedDown, faultAt))
@@ -95,10 +86,7 @@ func TestAPIServerStops(t *testing.T) {
 	p := s.deletePod()
 	t.Logf("apiserver A stopped, new connections to B; leader was %s; deleted pod %s", leader, p.name)
 	recovery, ok := s.waitRemoved(p, faultAt, recoveryBound(t, 60*time.Second))
-	s.check(outcome{scenario: "apiserver A stops", recovery: recovery, recovered: ok})
-	if !ok {
-		t.Errorf("the deletion of pod %s did not reach its Endpoints within %v of apiserver A stopping", p.name, recovery)
-	}
+	s.check(outcome{scenario: "apiserver A stops", deleted: p, recovery: recovery, recovered: ok})
 }
 
 // TestCompactionUnderWatches: the instances watch through apiserver A. B restarts while writes
@@ -130,13 +118,10 @@ func TestCompactionUnderWatches(t *testing.T) {
 	after := s.listCounts(b)
 	s.waitEndpointsComplete(30 * time.Second)
 	etcdLists, clientLists, gone := after.etcd-before.etcd, after.client-before.client, after.gone-before.gone
-	s.check(outcome{scenario: "etcd compaction under watches", recovery: recovery, recovered: ok, extra: []string{
+	s.check(outcome{scenario: "etcd compaction under watches", deleted: p, recovery: recovery, recovered: ok, extra: []string{
 		fmt.Sprintf("LISTs answered 410 %.0f", gone), fmt.Sprintf("LISTs from clients %.0f", clientLists), fmt.Sprintf("LISTs to etcd %.0f", etcdLists)}})
 	if clientLists < 1 {
 		t.Errorf("no client listed anything on B after the failover: the scenario did not force a relist")
-	}
-	if !ok {
-		t.Errorf("the deletion of pod %s did not reach its Endpoints within %v", p.name, recovery)
 	}
 	// Only the leader runs informers: its three (pods, Services, Endpoints) may each reach etcd
 	// twice, once at the compacted resourceVersion (answered 410) and once for the latest state.
@@ -179,10 +164,7 @@ func TestPausedLeader(t *testing.T) {
 	}
 	waitExited(old, resumedAt.Add(30*time.Second))
 	h := s.history()
-	successor := ""
-	if leaders := h.leaders(); len(leaders) > 1 {
-		successor = leaders[len(leaders)-1]
-	}
+	successor := h.successor()
 	takeover := h.firstLockWriteBy(successor, pausedAt)
 	attempts, succeeded := 0, 0
 	var last time.Time
@@ -199,13 +181,10 @@ func TestPausedLeader(t *testing.T) {
 	if !last.IsZero() {
 		interval = last.Sub(resumedAt)
 	}
-	s.check(outcome{scenario: "leader paused past its lease", recovery: recovery, recovered: ok, extra: []string{
+	s.check(outcome{scenario: "leader paused past its lease", deleted: p, recovery: recovery, recovered: ok, extra: []string{
 		fmt.Sprintf("old leader's Endpoints writes after resuming %d (%d succeeded)", attempts, succeeded),
 		fmt.Sprintf("dual-writer interval %.3fs", interval.Seconds()),
 		fmt.Sprintf("old leader stopped leading %s after resuming", since(logTime(old, stoppedLeadingLine), resumedAt))}})
-	if !ok {
-		t.Errorf("%s did not take over: the deletion of pod %s did not reach its Endpoints within %v", successor, p.name, recovery)
-	}
 	// A stale leader's write could also put a deleted pod back: every Endpoints must end up
 	// listing exactly the live pods.
 	s.waitEndpointsComplete(30 * time.Second)
@@ -245,18 +224,12 @@ func (s *scenario) listCounts(a *apiserver) listCounts {
 	return counts
 }
 
-// waitExited waits until the component's process has ended, at the latest until deadline, and
-// returns when that was seen (zero if it still runs).
-func waitExited(c *harness.Component, deadline time.Time) time.Time {
-	var at time.Time
+// waitExited waits until the component's process has ended, at the latest until deadline.
+func waitExited(c *harness.Component, deadline time.Time) {
 	_ = wait.PollImmediate(100*time.Millisecond, time.Until(deadline), func() (bool, error) {
-		if exited, _ := c.Exited(); exited {
-			at = time.Now()
-			return true, nil
-		}
-		return false, nil
+		exited, _ := c.Exited()
+		return exited, nil
 	})
-	return at
 }
 
 // since says how long after from t was, or "never" for a zero t.

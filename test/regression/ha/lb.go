@@ -1,8 +1,8 @@
 package ha
 
 import (
-	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -139,7 +139,7 @@ func (lb *loadBalancer) connsOf(frontends ...string) []*proxiedConn {
 	defer lb.mu.Unlock()
 	var out []*proxiedConn
 	for pc := range lb.conns {
-		if len(frontends) == 0 || contains(frontends, pc.frontend) {
+		if len(frontends) == 0 || slices.Contains(frontends, pc.frontend) {
 			out = append(out, pc)
 		}
 	}
@@ -174,19 +174,4 @@ func (lb *loadBalancer) close() {
 	}
 	lb.reset()
 	lb.wg.Wait()
-}
-
-func (lb *loadBalancer) String() string {
-	lb.mu.Lock()
-	defer lb.mu.Unlock()
-	return fmt.Sprintf("lb(%d connections, new ones to %s)", len(lb.conns), lb.backends[lb.current])
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

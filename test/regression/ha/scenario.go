@@ -193,7 +193,10 @@ func (s *scenario) waitRemoved(p pod, from time.Time, bound time.Duration) (time
 
 // outcome is what a scenario measured, for its figures line and its checks.
 type outcome struct {
-	scenario   string
+	scenario string
+	// deleted is the pod deleted at the fault; recovery is how long until its Endpoints dropped
+	// it, or the bound waited if they did not (recovered false).
+	deleted    pod
 	recovery   time.Duration
 	recovered  bool
 	leaders    []string
@@ -202,7 +205,8 @@ type outcome struct {
 	extra      []string
 }
 
-// check fails the test on lost Endpoints or dual writes, and writes the figures line to the
+// check fails the test on a deletion that did not reach its Endpoints, lost Endpoints or dual
+// writes, and writes the figures line to the
 // test log and to <log dir>/figures.txt.
 func (s *scenario) check(o outcome) {
 	h := s.history()
@@ -223,6 +227,10 @@ func (s *scenario) check(o outcome) {
 	if err == nil {
 		fmt.Fprintln(f, line)
 		f.Close()
+	}
+	if !o.recovered {
+		s.t.Errorf("%s: the deletion of pod %s did not reach its Endpoints within %v of the fault (leaders %v)",
+			o.scenario, o.deleted.name, o.recovery, o.leaders)
 	}
 	for _, w := range o.lost {
 		s.t.Errorf("LIVE ENDPOINTS LOST: %s %s/%s by %s at %s carried %v", w.verb, w.namespace, w.name, w.user, w.at.Format(time.StampMicro), w.ips)
