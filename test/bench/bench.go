@@ -11,8 +11,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,16 +26,33 @@ import (
 	"github.com/idc-lts/kube-1.17/test/harness"
 )
 
-// Config is one run: a build of kube-controller-manager and its client rate limit.
+// Config is one run: a build of kube-controller-manager, its client rate limit, and what else the
+// run measures besides the resync.
 type Config struct {
 	Services int    `json:"services"`
 	QPS      int    `json:"qps"`
 	Burst    int    `json:"burst"`
 	Variant  string `json:"variant"`
+	// Failover ends the run by killing the leader with a standby of the same build waiting.
+	Failover bool `json:"failover,omitempty"`
+	// Watchers is how many Endpoints watchers and a probe client the resync runs under.
+	Watchers int `json:"watchers,omitempty"`
 }
 
 func (c Config) String() string {
-	return fmt.Sprintf("%s N=%d qps=%d/%d", c.Variant, c.Services, c.QPS, c.Burst)
+	return fmt.Sprintf("%s N=%d qps=%d/%d%s", c.Variant, c.Services, c.QPS, c.Burst, c.Extras())
+}
+
+// Extras is how BENCH_RATES spells what the run measures besides the resync.
+func (c Config) Extras() string {
+	s := ""
+	if c.Failover {
+		s += " +failover"
+	}
+	if c.Watchers > 0 {
+		s += fmt.Sprintf(" +watchers=%d", c.Watchers)
+	}
+	return s
 }
 
 // Result is what one run measured.
@@ -77,11 +92,16 @@ type Result struct {
 	// LeaderElectionWritesPerMinute counts writes to the kube-system/kube-controller-manager
 	// Endpoints over the process's life.
 	LeaderElectionWritesPerMinute float64 `json:"leaderElectionEndpointsWritesPerMinute"`
+	// FanOut is what the resync sent to Config.Watchers watchers, and what a probe saw.
+	FanOut *FanOutResult `json:"fanOut,omitempty"`
+	// Failover is what the run measured after the resync, when Config.Failover.
+	Failover *FailoverResult `json:"failover,omitempty"`
 }
 
 // Options shape the deletions a run makes.
 type Options struct {
-	// Deletions is how many pods a run deletes, one every DeleteInterval, from the resync's start.
+	// Deletions is how many pods each phase of a run (resync, failover) deletes, one every
+	// DeleteInterval, from the phase's start.
 	Deletions      int
 	DeleteInterval time.Duration
 }
@@ -138,9 +158,10 @@ type run struct {
 // Services' pods this run deletes, so that runs on the same control plane delete different pods.
 func Run(b testing.TB, cp *harness.ControlPlane, services []fixture.ServiceFixture, cfg Config, runIndex int, opts Options) Result {
 	b.Helper()
-	stride := len(services) / opts.Deletions
-	if runIndex >= stride {
-		b.Fatalf("run %d: %d Services leave room for %d runs of %d deletions", runIndex, len(services), stride, opts.Deletions)
+	// Two deletion slots a run, one for the resync and one for the failover.
+	resyncSlot, failoverSlot := 2*runIndex, 2*runIndex+1
+	if stride := len(services) / opts.Deletions; failoverSlot >= stride {
+		b.Fatalf("run %d: %d Services leave room for %d phases of %d deletions", runIndex, len(services), stride, opts.Deletions)
 	}
 	r := &run{b: b, cp: cp, cfg: cfg, services: services}
 	result := Result{Config: cfg, BinarySHA256: fileSHA256(b, harness.Binary(b, cfg.Variant, "kube-controller-manager"))}
@@ -161,7 +182,19 @@ func Run(b testing.TB, cp *harness.ControlPlane, services []fixture.ServiceFixtu
 	result.MinResyncPeriod = period.String()
 	result.StartupPassSeconds = time.Since(r.started).Seconds()
 
-	m := r.measureResync(period, runIndex, stride, opts)
+	var standby *harness.Component
+	if cfg.Failover {
+		standby = r.startStandby(logDir, period)
+	}
+	var watchers *endpointsWatchers
+	if cfg.Watchers > 0 {
+		watchers = startWatchers(b, cp, cfg.Watchers)
+	}
+	m := r.measureResync(period, resyncSlot, opts, watchers)
+	if watchers != nil {
+		watchers.stop()
+		result.FanOut = m.fanOut
+	}
 	result.ResyncWrites, result.ResyncPassSeconds = m.resyncWrites, m.passSeconds
 	result.ResyncEligible = cfg.Services - opts.Deletions
 	result.DeletionLatencies, result.WindowSeconds = m.latencies, m.windowSeconds
@@ -176,6 +209,9 @@ func Run(b testing.TB, cp *harness.ControlPlane, services []fixture.ServiceFixtu
 	}
 	result.PeakRSSBytes, result.CPUSeconds = usage.PeakRSSBytes, usage.CPUSeconds
 	result.LeaderElectionWritesPerMinute = float64(r.leaderWrites()-r.leaderWritesAtStart) / time.Since(r.started).Minutes()
+	if standby != nil {
+		result.Failover = r.measureFailover(standby, failoverSlot, opts)
+	}
 	r.kcm.Kill()
 	return result
 }
@@ -186,7 +222,12 @@ func (r *run) start(logDir string, minResyncPeriod time.Duration) {
 	r.deleteLocks()
 	r.started = time.Now()
 	r.leaderWritesAtStart = r.leaderWrites()
-	r.kcm = harness.StartComponent(r.b, r.cp, logDir, "kube-controller-manager", r.cfg.Variant, "kube-controller-manager",
+	r.kcm = r.startInstance(logDir, "kube-controller-manager", minResyncPeriod)
+}
+
+// startInstance starts one kube-controller-manager of the build under test.
+func (r *run) startInstance(logDir, processName string, minResyncPeriod time.Duration) *harness.Component {
+	return harness.StartComponent(r.b, r.cp, logDir, processName, r.cfg.Variant, "kube-controller-manager",
 		"--controllers=endpoint",
 		fmt.Sprintf("--kube-api-qps=%d", r.cfg.QPS),
 		fmt.Sprintf("--kube-api-burst=%d", r.cfg.Burst),
@@ -286,40 +327,16 @@ type measurement struct {
 	apiserverTotal    float64
 	apiserverCPU      float64
 	kcmRequests       float64
+	fanOut            *FanOutResult
 }
 
-// pending is a deleted pod whose address has yet to leave its Endpoints.
-type pending struct {
-	ip        string
-	deletedAt time.Time
-}
-
-// measureResync waits for the next full resync, deletes pods one by one while it runs, and
-// returns the writes it caused and the deletions' latencies.
-func (r *run) measureResync(period time.Duration, runIndex, stride int, opts Options) measurement {
+// measureResync waits for the next full resync, deletes the pods of deletion slot slot one by one
+// while it runs, and returns the writes it caused and the deletions' latencies. With watchers, a
+// probe client runs through the same window and the watchers' share of it is counted.
+func (r *run) measureResync(period time.Duration, slot int, opts Options, watchers *endpointsWatchers) measurement {
 	b := r.b
 	n := r.cfg.Services
-	var (
-		mu        sync.Mutex
-		writes    = map[string]int{}
-		deleted   = map[string]bool{}
-		waiting   = map[string]pending{}
-		latencies []float64
-	)
-	stopWatch := watchEndpoints(b, r.cp.Client, "", "", func(ep *v1.Endpoints, at time.Time) {
-		if !strings.HasPrefix(ep.Namespace, namespacePrefix) {
-			return
-		}
-		key := ep.Namespace + "/" + ep.Name
-		mu.Lock()
-		defer mu.Unlock()
-		writes[key]++
-		if p, ok := waiting[key]; ok && !fixture.HasIP(ep, p.ip) {
-			latencies = append(latencies, at.Sub(p.deletedAt).Seconds())
-			delete(waiting, key)
-		}
-	})
-	defer stopWatch()
+	d := r.watchDeletions(slot, opts)
 
 	baseline, _ := r.queue()
 	apiserverBefore := r.apiserverRequests()
@@ -327,7 +344,6 @@ func (r *run) measureResync(period time.Duration, runIndex, stride int, opts Opt
 	kcmBefore := r.kcmRequests()
 
 	// The resync queues every Service at once; half of them queued means it is under way.
-	var resyncAt time.Time
 	err := wait.PollImmediate(100*time.Millisecond, 2*period+time.Minute, func() (bool, error) {
 		adds, _ := r.queue()
 		return adds >= baseline+float64(n)/2, nil
@@ -335,76 +351,38 @@ func (r *run) measureResync(period time.Duration, runIndex, stride int, opts Opt
 	if err != nil {
 		b.Fatalf("%s: no resync within %v of the startup pass", r.cfg, 2*period+time.Minute)
 	}
-	resyncAt = time.Now()
-
-	stopDeleting := make(chan struct{})
-	deleteErrs := make(chan error, 1)
-	var deleting sync.WaitGroup
-	deleting.Add(1)
-	defer func() {
-		close(stopDeleting)
-		deleting.Wait()
-	}()
-	go func() {
-		defer deleting.Done()
-		for k := 0; k < opts.Deletions; k++ {
-			s := r.services[k*stride+runIndex]
-			pod, ip := s.FirstPod()
-			key := s.Namespace + "/" + s.Name
-			mu.Lock()
-			deleted[key] = true
-			waiting[key] = pending{ip: ip, deletedAt: time.Now()}
-			mu.Unlock()
-			if err := r.cp.Client.CoreV1().Pods(s.Namespace).Delete(pod, &metav1.DeleteOptions{}); err != nil {
-				deleteErrs <- fmt.Errorf("deleting pod %s/%s: %v", s.Namespace, pod, err)
-				return
-			}
-			select {
-			case <-stopDeleting:
-				return
-			case <-time.After(opts.DeleteInterval):
-			}
-		}
-	}()
+	resyncAt := time.Now()
+	var probing *probe
+	var events, bytes, restarts int64
+	if watchers != nil {
+		probing = startProbe(b, r.cp, r.services)
+		events, bytes, restarts = watchers.counts()
+	}
+	d.start()
 
 	var m measurement
 	passOver := false
 	limit := 3*time.Minute + time.Duration(1.5*float64(n)/float64(r.cfg.QPS))*time.Second
 	err = wait.PollImmediate(250*time.Millisecond, limit, func() (bool, error) {
-		select {
-		case err := <-deleteErrs:
-			return false, err
-		default:
-		}
-		mu.Lock()
-		done := len(latencies) == opts.Deletions
-		mu.Unlock()
 		if !passOver {
 			if adds, depth := r.queue(); adds >= baseline+float64(n) && depth == 0 {
 				m.passSeconds = time.Since(resyncAt).Seconds()
 				passOver = true
 			}
 		}
-		return passOver && done, nil
+		done, err := d.done()
+		return passOver && done, err
 	})
-	mu.Lock()
-	defer mu.Unlock()
 	if err != nil {
-		b.Fatalf("%s: after %v, resync pass over: %v, %d of %d deleted addresses still in Endpoints",
-			r.cfg, limit, passOver, len(waiting)+opts.Deletions-len(deleted), opts.Deletions)
+		b.Fatalf("%s: after %v, resync pass over: %v, %d of %d deleted addresses still in Endpoints: %v",
+			r.cfg, limit, passOver, d.outstanding(), opts.Deletions, err)
 	}
 	m.windowSeconds = time.Since(resyncAt).Seconds()
-	// The pass is over when the queue is empty; its last writes reach the watch moments later.
-	mu.Unlock()
-	time.Sleep(2 * time.Second)
-	mu.Lock()
-	for key, count := range writes {
-		if !deleted[key] {
-			m.resyncWrites += count
-		}
+	if watchers != nil {
+		e, by, re := watchers.counts()
+		m.fanOut = &FanOutResult{Watchers: r.cfg.Watchers, Events: e - events, Bytes: by - bytes, Restarts: re - restarts, Probe: probing.stop()}
 	}
-	m.latencies = append([]float64(nil), latencies...)
-	sort.Float64s(m.latencies)
+	m.resyncWrites, m.latencies = d.finish()
 	m.apiserverRequests = map[string]float64{}
 	for k, v := range r.apiserverRequests() {
 		if d := v - apiserverBefore[k]; d > 0 {

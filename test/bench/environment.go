@@ -16,6 +16,8 @@ type Environment struct {
 	Date    string `json:"date"`
 	Machine string `json:"machine"`
 	Kernel  string `json:"kernel"`
+	// ControlPlaneSHA256 identifies the stock kube-apiserver and etcd every run measured against.
+	ControlPlaneSHA256 map[string]string `json:"controlPlaneSHA256"`
 }
 
 // DescribeEnvironment reads the CPU model, core count, memory and kernel from /proc.

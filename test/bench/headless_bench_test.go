@@ -15,11 +15,15 @@ import (
 
 // Settings come from the environment so that `make bench` can be narrowed for a quick look:
 //
-//	BENCH_SERVICES  Service counts, one control plane each   (default "2000,13000")
-//	BENCH_RATES     qps:burst pairs of kube-controller-manager (default "20:30,100:120")
-//	BENCH_VARIANTS  builds under _output/bin                 (default "stock,patched")
-//	BENCH_DELETIONS pods deleted per run, one every 250 ms   (default 100)
-//	BENCH_RESULTS   directory for the runs' JSON results     (default _output/bench)
+//	BENCH_SERVICES  Service counts, one control plane each       (default "13000")
+//	BENCH_RATES     runs: qps:burst of kube-controller-manager,   (default
+//	                each with options: "+failover" ends the run    "20:30+failover,100:120+watchers=500")
+//	                by killing the leader with a standby waiting;
+//	                "+watchers=W" runs the resync under W Endpoints
+//	                watchers and a probe client
+//	BENCH_VARIANTS  builds under _output/bin                     (default "stock,patched")
+//	BENCH_DELETIONS pods deleted per phase, one every 250 ms     (default 100)
+//	BENCH_RESULTS   directory for the runs' JSON results         (default _output/bench)
 func setting(name, fallback string) string {
 	if v := os.Getenv(name); v != "" {
 		return v
@@ -43,20 +47,23 @@ func BenchmarkHeadlessResync(b *testing.B) {
 	if err := os.MkdirAll(resultsDir, 0o755); err != nil {
 		b.Fatal(err)
 	}
-	writeJSON(b, filepath.Join(resultsDir, EnvironmentFile), DescribeEnvironment(time.Now()))
+	env := DescribeEnvironment(time.Now())
+	env.ControlPlaneSHA256 = map[string]string{}
+	for _, name := range []string{"kube-apiserver", "etcd"} {
+		env.ControlPlaneSHA256[name] = fileSHA256(b, harness.Binary(b, "stock", name))
+	}
+	writeJSON(b, filepath.Join(resultsDir, EnvironmentFile), env)
 	var configs []Config
-	for _, rate := range strings.Split(setting("BENCH_RATES", "20:30,100:120"), ",") {
-		qps, burst, ok := strings.Cut(rate, ":")
-		if !ok {
-			b.Fatalf("BENCH_RATES: %q is not qps:burst", rate)
-		}
+	for _, spec := range strings.Split(setting("BENCH_RATES", "20:30+failover,100:120+watchers=500"), ",") {
+		run := parseRun(b, spec)
 		for _, variant := range strings.Split(setting("BENCH_VARIANTS", "stock,patched"), ",") {
 			harness.Binary(b, variant, "kube-controller-manager")
-			configs = append(configs, Config{QPS: atoi(b, "BENCH_RATES", qps), Burst: atoi(b, "BENCH_RATES", burst), Variant: variant})
+			run.Variant = variant
+			configs = append(configs, run)
 		}
 	}
 
-	for _, services := range strings.Split(setting("BENCH_SERVICES", "2000,13000"), ",") {
+	for _, services := range strings.Split(setting("BENCH_SERVICES", "13000"), ",") {
 		n := atoi(b, "BENCH_SERVICES", services)
 		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) {
 			cp := harness.StartControlPlane(b)
@@ -65,7 +72,7 @@ func BenchmarkHeadlessResync(b *testing.B) {
 			b.Logf("created %d headless Services with a Ready pod each in %v", n, time.Since(start).Round(time.Second))
 			for i, cfg := range configs {
 				cfg.Services = n
-				b.Run(fmt.Sprintf("qps=%d/%s", cfg.QPS, cfg.Variant), func(b *testing.B) {
+				b.Run(strings.ReplaceAll(fmt.Sprintf("qps=%d%s/%s", cfg.QPS, cfg.Extras(), cfg.Variant), " ", ""), func(b *testing.B) {
 					result := Run(b, cp, fixtures, cfg, i, Options{Deletions: deletions, DeleteInterval: 250 * time.Millisecond})
 					b.Logf("%s: resync wrote %d Endpoints in %.1fs; deletion latency p50 %.3fs p99 %.3fs max %.3fs; peak RSS %.1f MB, CPU %.1fs; %.0f apiserver requests in %.0fs; %.1f lock writes/min",
 						cfg, result.ResyncWrites, result.ResyncPassSeconds, result.P50, result.P99, result.Max,
@@ -78,11 +85,45 @@ func BenchmarkHeadlessResync(b *testing.B) {
 					b.ReportMetric(float64(result.PeakRSSBytes)/1e6, "peak-rss-MB")
 					b.ReportMetric(result.CPUSeconds, "cpu-s")
 					b.ReportMetric(result.LeaderElectionWritesPerMinute, "lock-writes/min")
+					if f := result.FanOut; f != nil {
+						b.Logf("%s: %d watchers received %d events, %.1f MB; probe: %d requests, p50 %.3fs p99 %.3fs max %.3fs, %d over %v, errors %v",
+							cfg, f.Watchers, f.Events, float64(f.Bytes)/1e6, f.Probe.Requests, f.Probe.P50, f.Probe.P99, f.Probe.Max, f.Probe.Slow, SlowRequest, f.Probe.Errors)
+						b.ReportMetric(f.Probe.P99*1000, "probe-p99-ms")
+						b.ReportMetric(float64(f.Probe.ErrorCount()), "probe-errors")
+					}
+					if f := result.Failover; f != nil {
+						b.Logf("%s: failover: takeover %.1fs; new leader's startup sync wrote %d Endpoints (%0.f PUTs) in %.1fs; deletion latency p50 %.3fs p99 %.3fs max %.3fs",
+							cfg, f.TakeoverSeconds, f.StartupWrites, f.StartupPuts, f.StartupPassSeconds, f.P50, f.P99, f.Max)
+						b.ReportMetric(f.TakeoverSeconds, "takeover-s")
+						b.ReportMetric(float64(f.StartupWrites), "failover-writes")
+						b.ReportMetric(f.P99*1000, "failover-p99-ms")
+					}
 					save(b, resultsDir, result)
 				})
 			}
 		})
 	}
+}
+
+// parseRun reads one BENCH_RATES entry: qps:burst, then +failover and +watchers=W in any order.
+func parseRun(b *testing.B, spec string) Config {
+	fields := strings.Split(strings.TrimSpace(spec), "+")
+	qps, burst, ok := strings.Cut(fields[0], ":")
+	if !ok {
+		b.Fatalf("BENCH_RATES: %q does not start with qps:burst", spec)
+	}
+	cfg := Config{QPS: atoi(b, "BENCH_RATES", qps), Burst: atoi(b, "BENCH_RATES", burst)}
+	for _, option := range fields[1:] {
+		switch name, value, _ := strings.Cut(option, "="); name {
+		case "failover":
+			cfg.Failover = true
+		case "watchers":
+			cfg.Watchers = atoi(b, "BENCH_RATES watchers", value)
+		default:
+			b.Fatalf("BENCH_RATES: %q: unknown option %q (want +failover or +watchers=W)", spec, option)
+		}
+	}
+	return cfg
 }
 
 func save(b *testing.B, dir string, result Result) {

@@ -137,6 +137,20 @@ func (p *Process) FirstLogLine(substr string) string {
 	return ""
 }
 
+// FirstLogTime is when the process first logged a line containing substr, read from the klog
+// header ("I1123 10:00:00.123456", local time, no year), or the zero time if it has not.
+func (p *Process) FirstLogTime(substr string) time.Time {
+	line := p.FirstLogLine(substr)
+	if len(line) < 21 {
+		return time.Time{}
+	}
+	at, err := time.ParseInLocation("0102 15:04:05.000000", line[1:21], time.Local)
+	if err != nil {
+		return time.Time{}
+	}
+	return at.AddDate(time.Now().Year(), 0, 0)
+}
+
 // CountLogLines counts the log lines that contain substr.
 func (p *Process) CountLogLines(substr string) int {
 	f, err := os.Open(p.LogPath)

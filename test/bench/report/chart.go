@@ -12,7 +12,7 @@ import (
 	"github.com/idc-lts/kube-1.17/test/bench"
 )
 
-// palette gives each (Services, QPS) pair a colour; stock is drawn solid, other builds dashed.
+// palette gives each configuration a colour; stock is drawn solid, other builds dashed.
 var palette = []color.Color{
 	color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
 	color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
@@ -25,46 +25,87 @@ var palette = []color.Color{
 // floor keeps sub-millisecond latencies on the logarithmic axis.
 const floor = 1e-3
 
-// WriteChart draws each run's deletion latencies as a cumulative distribution on a log axis.
-func WriteChart(path string, results []bench.Result) error {
+// Chart is one of the page's charts: a latency distribution per run.
+type Chart struct {
+	// File is the PNG's name, next to the page.
+	File  string
+	Title string
+	// Of is what the latencies are of, for the y axis: "deletions", "requests".
+	Of string
+	// Latencies picks what a run contributes, nil when it has nothing for this chart.
+	Latencies func(bench.Result) []float64
+}
+
+// Charts are the page's charts, one per case, by the name the page's template knows them by.
+var Charts = map[string]Chart{
+	"Resync": {File: "benchmarks-resync.png", Title: "Pod deleted -> address gone from Endpoints, during a full resync", Of: "deletions",
+		Latencies: func(r bench.Result) []float64 { return r.DeletionLatencies }},
+	"Failover": {File: "benchmarks-failover.png", Title: "Pod deleted -> address gone from Endpoints, deletions from the leader's SIGKILL on", Of: "deletions",
+		Latencies: func(r bench.Result) []float64 {
+			if r.Failover == nil {
+				return nil
+			}
+			return r.Failover.DeletionLatencies
+		}},
+	"FanOut": {File: "benchmarks-fanout.png", Title: "An ordinary client's GET/LIST latency during a resync under Endpoints watchers", Of: "requests",
+		Latencies: func(r bench.Result) []float64 {
+			if r.FanOut == nil {
+				return nil
+			}
+			return r.FanOut.Probe.Latencies
+		}},
+}
+
+// Write draws each run's latencies as a cumulative distribution on a log axis; it reports false
+// when no run has any.
+func (c Chart) Write(path string, results []bench.Result) (bool, error) {
 	p := plot.New()
-	p.Title.Text = "Pod deleted -> address gone from Endpoints, during a full resync"
+	p.Title.Text = c.Title
 	p.X.Label.Text = "latency (seconds, log scale)"
-	p.Y.Label.Text = "fraction of deletions"
+	p.Y.Label.Text = "fraction of " + c.Of
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 	p.Y.Min, p.Y.Max = 0, 1
-	// Upper middle: between the patched runs (milliseconds, left) and stock (seconds, right).
 	p.Legend.Top = true
 	p.Legend.Left = true
-	p.Legend.XOffs = 2.3 * vg.Inch
+	p.Legend.XOffs = 0.2 * vg.Inch
 	p.Legend.YOffs = -0.3 * vg.Inch
 	p.Add(plotter.NewGrid())
 
 	colours := map[string]color.Color{}
+	drawn := 0
 	for _, r := range results {
-		pair := fmt.Sprintf("N=%d qps=%d", r.Services, r.QPS)
-		if _, ok := colours[pair]; !ok {
-			colours[pair] = palette[len(colours)%len(palette)]
+		latencies := c.Latencies(r)
+		if len(latencies) == 0 {
+			continue
 		}
-		points := make(plotter.XYs, len(r.DeletionLatencies))
-		for i, latency := range r.DeletionLatencies {
+		config := r.Config
+		config.Variant = ""
+		if _, ok := colours[config.String()]; !ok {
+			colours[config.String()] = palette[len(colours)%len(palette)]
+		}
+		points := make(plotter.XYs, len(latencies))
+		for i, latency := range latencies {
 			points[i].X = math.Max(latency, floor)
-			points[i].Y = float64(i+1) / float64(len(r.DeletionLatencies))
+			points[i].Y = float64(i+1) / float64(len(latencies))
 		}
 		line, err := plotter.NewLine(points)
 		if err != nil {
-			return fmt.Errorf("%v: %v", r.Config, err)
+			return false, fmt.Errorf("%v: %v", r.Config, err)
 		}
-		line.Color = colours[pair]
+		line.Color = colours[config.String()]
 		line.Width = vg.Points(1.5)
 		if r.Variant != "stock" {
 			line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
 		}
 		p.Add(line)
-		p.Legend.Add(fmt.Sprintf("%s %s", pair, r.Variant), line)
+		p.Legend.Add(r.Config.String(), line)
+		drawn++
+	}
+	if drawn == 0 {
+		return false, nil
 	}
 	p.Legend.ThumbnailWidth = vg.Points(25)
 	p.Legend.TextStyle.Font.Size = vg.Points(9)
-	return p.Save(9*vg.Inch, 5.5*vg.Inch, path)
+	return true, p.Save(9*vg.Inch, 5.5*vg.Inch, path)
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"text/template"
 
@@ -15,14 +16,16 @@ import (
 //go:embed page.md.tmpl
 var pageTemplate string
 
-// Row is one run as the page's table shows it.
+// Row is one run as the page's tables show it.
 type Row struct {
 	bench.Result
 	// StockBound is N/qps: how long a build that rewrites every Endpoints needs for one resync.
 	StockBound float64
-	// RSSvsStock is this run's peak RSS relative to the stock run of the same N and qps.
+	// RSSvsStock is this run's peak RSS relative to the stock run of the same configuration.
 	RSSvsStock    float64
 	EndpointsPuts float64
+	// APIServerCores is the apiserver's average CPU use over the resync's measured window.
+	APIServerCores float64
 }
 
 // Target is one of the targets the patched build has to meet, and whether it did.
@@ -34,89 +37,88 @@ type Target struct {
 // APIServerLoad is what a run's Endpoints writes cost the apiserver, for the client rate limit section.
 type APIServerLoad struct {
 	Row
-	PutsPerSecond, APIServerCores, CPUMillisPerPut float64
+	PutsPerSecond, CPUMillisPerPut float64
 }
 
+// Binary is one measured binary and its sha256.
+type Binary struct{ Name, SHA256 string }
+
 type page struct {
-	Env      bench.Environment
-	Command  string
-	Chart    string
-	Rows     []Row
-	Headline string
-	Targets  []Target
-	// Loads are the stock runs, which write Endpoints as fast as their limit allows.
-	Loads []APIServerLoad
-	// Binaries lists "variant: sha256" of the binaries the runs measured.
-	Binaries []string
+	Env     bench.Environment
+	Command string
+	// Charts are the charts written, by case ("Resync", "Failover", "FanOut"), relative to the page.
+	Charts   map[string]string
+	Binaries []Binary
+	// Headlines are the user-facing figure of each case measured, resync first.
+	Headlines []string
+	Rows      []Row
+	Failovers []Row
+	FanOuts   []Row
+	Targets   []Target
+	// StockResyncs are the stock runs without watchers, which write Endpoints as fast as their
+	// limit allows; Loads are what their writes cost the apiserver.
+	StockResyncs []Row
+	Loads        []APIServerLoad
 	// MaxCPUMillisPerPut is the highest apiserver CPU cost of an Endpoints PUT among Loads.
 	MaxCPUMillisPerPut float64
 }
 
-// WritePage writes the Markdown page; chart is linked relative to it.
-func WritePage(path, chart, command string, env bench.Environment, results []bench.Result) error {
-	rel, err := filepath.Rel(filepath.Dir(path), chart)
-	if err != nil {
-		return err
+// WritePage writes the Markdown page; charts maps a case to its chart's path, for the cases
+// that have one.
+func WritePage(path string, charts map[string]string, command string, env bench.Environment, results []bench.Result) error {
+	data := page{Env: env, Command: command, Charts: map[string]string{}}
+	for name, chart := range charts {
+		rel, err := filepath.Rel(filepath.Dir(path), chart)
+		if err != nil {
+			return err
+		}
+		data.Charts[name] = filepath.ToSlash(rel)
 	}
-	data := page{Env: env, Command: command, Chart: filepath.ToSlash(rel)}
-	stock := map[[2]int]bench.Result{}
+	data.Binaries = binaries(env, results)
+	stock := map[string]bench.Result{}
 	for _, r := range results {
 		if r.Variant == "stock" {
-			stock[[2]int{r.Services, r.QPS}] = r
-		}
-	}
-	seen := map[string]bool{}
-	for _, r := range results {
-		if b := fmt.Sprintf("%s `%.12s`", r.Variant, r.BinarySHA256); r.BinarySHA256 != "" && !seen[b] {
-			seen[b] = true
-			data.Binaries = append(data.Binaries, b)
+			stock[configKey(r)] = r
 		}
 	}
 	for _, r := range results {
-		row := Row{Result: r, StockBound: float64(r.Services) / float64(r.QPS), RSSvsStock: math.NaN()}
-		if s, ok := stock[[2]int{r.Services, r.QPS}]; ok {
+		row := Row{Result: r, StockBound: float64(r.Services) / float64(r.QPS), RSSvsStock: math.NaN(),
+			EndpointsPuts: r.APIServerRequests["PUT endpoints"]}
+		if r.WindowSeconds > 0 {
+			row.APIServerCores = r.APIServerCPUSeconds / r.WindowSeconds
+		}
+		s, paired := stock[configKey(r)]
+		if paired {
 			row.RSSvsStock = float64(r.PeakRSSBytes)/float64(s.PeakRSSBytes) - 1
 		}
-		row.EndpointsPuts = r.APIServerRequests["PUT endpoints"]
 		data.Rows = append(data.Rows, row)
+		if r.Failover != nil {
+			data.Failovers = append(data.Failovers, row)
+		}
+		if r.FanOut != nil {
+			data.FanOuts = append(data.FanOuts, row)
+		}
 		if r.Variant == "stock" {
+			if r.FanOut != nil {
+				data.Targets = append(data.Targets, Target{
+					What:     fmt.Sprintf("%s: the incident reproduced, probe requests failing or over %v", r.Config, bench.SlowRequest),
+					Measured: probeOutcome(r.FanOut.Probe),
+					Met:      r.FanOut.Probe.ErrorCount()+r.FanOut.Probe.Slow > 0,
+				})
+				continue
+			}
+			data.StockResyncs = append(data.StockResyncs, row)
 			if row.EndpointsPuts > 0 && r.WindowSeconds > 0 {
-				load := APIServerLoad{Row: row,
-					PutsPerSecond:   row.EndpointsPuts / r.WindowSeconds,
-					APIServerCores:  r.APIServerCPUSeconds / r.WindowSeconds,
-					CPUMillisPerPut: 1000 * r.APIServerCPUSeconds / row.EndpointsPuts,
-				}
+				load := APIServerLoad{Row: row, PutsPerSecond: row.EndpointsPuts / r.WindowSeconds,
+					CPUMillisPerPut: 1000 * r.APIServerCPUSeconds / row.EndpointsPuts}
 				data.Loads = append(data.Loads, load)
 				data.MaxCPUMillisPerPut = math.Max(data.MaxCPUMillisPerPut, load.CPUMillisPerPut)
 			}
 			continue
 		}
-		data.Targets = append(data.Targets, Target{
-			What:     fmt.Sprintf("%s, N=%d qps=%d: no Endpoints written by the resync", r.Variant, r.Services, r.QPS),
-			Measured: fmt.Sprintf("%d writes", r.ResyncWrites),
-			Met:      r.ResyncWrites == 0,
-		})
-		if !math.IsNaN(row.RSSvsStock) {
-			data.Targets = append(data.Targets, Target{
-				What:     fmt.Sprintf("%s, N=%d qps=%d: peak RSS at most 5%% above stock", r.Variant, r.Services, r.QPS),
-				Measured: fmt.Sprintf("%+.1f%%", 100*row.RSSvsStock),
-				Met:      row.RSSvsStock <= 0.05,
-			})
-		}
-		if r.Services >= 13000 && r.QPS == 20 {
-			data.Targets = append(data.Targets, Target{
-				What:     fmt.Sprintf("%s, N=%d qps=%d: deletion p99 under 1 s", r.Variant, r.Services, r.QPS),
-				Measured: seconds(r.P99),
-				Met:      r.P99 < 1,
-			})
-			if s, ok := stock[[2]int{r.Services, r.QPS}]; ok {
-				data.Headline = fmt.Sprintf("At %d headless Services and the default `--kube-api-qps=20`, a pod deleted during a resync "+
-					"left its Endpoints after %s (p99; max %s) on stock v1.17.3 and after %s (p99; max %s) on ours: **%.0fx faster at p99**, "+
-					"and the resync wrote %d Endpoints instead of %d.",
-					r.Services, seconds(s.P99), seconds(s.Max), seconds(r.P99), seconds(r.Max), s.P99/r.P99, r.ResyncWrites, s.ResyncWrites)
-			}
-		}
+		data.Targets = append(data.Targets, targets(row)...)
 	}
+	data.Headlines = headlines(results, stock)
 	tmpl, err := template.New("page").Funcs(template.FuncMap{
 		"seconds": seconds,
 		"mb":      func(b int64) string { return fmt.Sprintf("%.0f", float64(b)/1e6) },
@@ -126,15 +128,15 @@ func WritePage(path, chart, command string, env bench.Environment, results []ben
 			}
 			return fmt.Sprintf("%+.1f%%", 100*f)
 		},
-		"f0":  func(f float64) string { return fmt.Sprintf("%.0f", f) },
-		"f1":  func(f float64) string { return fmt.Sprintf("%.1f", f) },
-		"f2":  func(f float64) string { return fmt.Sprintf("%.2f", f) },
-		"mul": func(a, b float64) float64 { return a * b },
-		"div": func(a, b float64) float64 { return a / b },
-		"percent0": func(f float64) string {
-			return fmt.Sprintf("%.0f%%", 100*f)
-		},
-		"check": func(ok bool) string { return map[bool]string{true: "met", false: "**missed**"}[ok] },
+		"f0":       func(f float64) string { return fmt.Sprintf("%.0f", f) },
+		"f1":       func(f float64) string { return fmt.Sprintf("%.1f", f) },
+		"f2":       func(f float64) string { return fmt.Sprintf("%.2f", f) },
+		"mul":      func(a, b float64) float64 { return a * b },
+		"div":      func(a, b float64) float64 { return a / b },
+		"add":      func(a, b float64) float64 { return a + b },
+		"percent0": func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) },
+		"errors":   func(p bench.ProbeResult) string { return errorSummary(p) },
+		"check":    func(ok bool) string { return map[bool]string{true: "met", false: "**missed**"}[ok] },
 	}).Parse(pageTemplate)
 	if err != nil {
 		return err
@@ -146,9 +148,149 @@ func WritePage(path, chart, command string, env bench.Environment, results []ben
 	return os.WriteFile(path, []byte(out.String()), 0o644)
 }
 
+// configKey identifies a run's configuration whatever its build.
+func configKey(r bench.Result) string {
+	c := r.Config
+	c.Variant = ""
+	return c.String()
+}
+
+// binaries lists the sha256 of every binary measured: each build's kube-controller-manager, then
+// the stock control plane.
+func binaries(env bench.Environment, results []bench.Result) []Binary {
+	var list []Binary
+	seen := map[string]bool{}
+	for _, r := range results {
+		name := r.Variant + " kube-controller-manager"
+		if r.BinarySHA256 != "" && !seen[name] {
+			seen[name] = true
+			list = append(list, Binary{Name: name, SHA256: r.BinarySHA256})
+		}
+	}
+	var names []string
+	for name := range env.ControlPlaneSHA256 {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		list = append(list, Binary{Name: "stock " + name, SHA256: env.ControlPlaneSHA256[name]})
+	}
+	return list
+}
+
+// targets are what a run of our build has to meet.
+func targets(row Row) []Target {
+	r := row.Result
+	list := []Target{{
+		What:     fmt.Sprintf("%s: no Endpoints written by the resync", r.Config),
+		Measured: fmt.Sprintf("%d writes", r.ResyncWrites),
+		Met:      r.ResyncWrites == 0,
+	}}
+	if !math.IsNaN(row.RSSvsStock) {
+		list = append(list, Target{
+			What:     fmt.Sprintf("%s: peak RSS at most 5%% above stock", r.Config),
+			Measured: fmt.Sprintf("%+.1f%%", 100*row.RSSvsStock),
+			Met:      row.RSSvsStock <= 0.05,
+		})
+	}
+	if r.Services >= 13000 && r.QPS == 20 && r.Watchers == 0 {
+		list = append(list, Target{
+			What:     fmt.Sprintf("%s: resync deletion p99 under 1 s", r.Config),
+			Measured: seconds(r.P99),
+			Met:      r.P99 < 1,
+		})
+	}
+	if f := r.Failover; f != nil {
+		list = append(list, Target{
+			What:     fmt.Sprintf("%s: no Endpoints written by the new leader's startup sync", r.Config),
+			Measured: fmt.Sprintf("%d writes", f.StartupWrites),
+			Met:      f.StartupWrites == 0,
+		}, Target{
+			What:     fmt.Sprintf("%s: failover deletion p99 within takeover + 1 s", r.Config),
+			Measured: fmt.Sprintf("%s = takeover %s + %s", seconds(f.P99), seconds(f.TakeoverSeconds), seconds(f.P99-f.TakeoverSeconds)),
+			Met:      f.P99 <= f.TakeoverSeconds+1,
+		})
+	}
+	if f := r.FanOut; f != nil {
+		list = append(list, Target{
+			What:     fmt.Sprintf("%s: no probe request failing or over %v", r.Config, bench.SlowRequest),
+			Measured: probeOutcome(f.Probe),
+			Met:      f.Probe.ErrorCount()+f.Probe.Slow == 0,
+		})
+	}
+	return list
+}
+
+func probeOutcome(p bench.ProbeResult) string {
+	return fmt.Sprintf("%d failed, %d over %v, max %s", p.ErrorCount(), p.Slow, bench.SlowRequest, seconds(p.Max))
+}
+
+// errorSummary lists a probe's failures by cause, most frequent first.
+func errorSummary(p bench.ProbeResult) string {
+	if len(p.Errors) == 0 {
+		return "none"
+	}
+	var causes []string
+	for cause := range p.Errors {
+		causes = append(causes, cause)
+	}
+	sort.Slice(causes, func(i, j int) bool { return p.Errors[causes[i]] > p.Errors[causes[j]] })
+	for i, cause := range causes {
+		causes[i] = fmt.Sprintf("%d x %s", p.Errors[cause], cause)
+	}
+	return strings.Join(causes, ", ")
+}
+
+// headlines are the page's opening figures: per case, the pair of runs (stock and ours) of the
+// most Services and the lowest rate.
+func headlines(results []bench.Result, stock map[string]bench.Result) []string {
+	var pick [3]*bench.Result
+	var pair [3]bench.Result
+	for i := range results {
+		r := &results[i]
+		s, ok := stock[configKey(*r)]
+		if r.Variant == "stock" || !ok {
+			continue
+		}
+		for c, has := range []bool{r.FanOut == nil, r.Failover != nil, r.FanOut != nil} {
+			if has && (pick[c] == nil || r.Services > pick[c].Services || r.Services == pick[c].Services && r.QPS < pick[c].QPS) {
+				pick[c], pair[c] = r, s
+			}
+		}
+	}
+	var lines []string
+	if r, s := pick[0], pair[0]; r != nil {
+		lines = append(lines, fmt.Sprintf("**Resync.** At %d headless Services and `--kube-api-qps=%d`, a pod deleted during a resync "+
+			"left its Endpoints after %s (p99; max %s) on stock v1.17.3 and after %s (p99; max %s) on ours, "+
+			"and the resync wrote %d Endpoints instead of %d.",
+			r.Services, r.QPS, seconds(s.P99), seconds(s.Max), seconds(r.P99), seconds(r.Max), r.ResyncWrites, s.ResyncWrites))
+	}
+	if r, s := pick[1], pair[1]; r != nil {
+		f, sf := r.Failover, s.Failover
+		lines = append(lines, fmt.Sprintf("**Failover.** With the leader SIGKILLed at %d Services and `--kube-api-qps=%d`, the standby "+
+			"took over in %s (stock) and %s (ours). Stock's new leader then rewrote %d Endpoints and a pod deleted at the kill "+
+			"left its Endpoints after %s (p99; max %s); ours wrote %d and the p99 was %s, takeover + %s.",
+			r.Services, r.QPS, seconds(sf.TakeoverSeconds), seconds(f.TakeoverSeconds), sf.StartupWrites,
+			seconds(sf.P99), seconds(sf.Max), f.StartupWrites, seconds(f.P99), seconds(f.P99-f.TakeoverSeconds)))
+	}
+	if r, s := pick[2], pair[2]; r != nil {
+		f, sf := r.FanOut, s.FanOut
+		lines = append(lines, fmt.Sprintf("**Watch fan-out.** During a resync at %d Services and `--kube-api-qps=%d` with %d Endpoints "+
+			"watchers, stock sent the watchers %d events (%.0f MB) and an ordinary client's GETs and LISTs took up to %s "+
+			"(p99 %s; %d over %v, %d failed); ours sent %d events (%.1f MB) and the client's requests took up to %s "+
+			"(p99 %s; %d over %v, %d failed).",
+			r.Services, r.QPS, f.Watchers, sf.Events, float64(sf.Bytes)/1e6, seconds(sf.Probe.Max), seconds(sf.Probe.P99),
+			sf.Probe.Slow, bench.SlowRequest, sf.Probe.ErrorCount(), f.Events, float64(f.Bytes)/1e6, seconds(f.Probe.Max),
+			seconds(f.Probe.P99), f.Probe.Slow, bench.SlowRequest, f.Probe.ErrorCount()))
+	}
+	return lines
+}
+
 // seconds prints a latency with a precision that suits it.
 func seconds(s float64) string {
 	switch {
+	case math.IsNaN(s):
+		return "-"
 	case s < 1:
 		return fmt.Sprintf("%.0f ms", s*1000)
 	case s < 100:

@@ -59,7 +59,7 @@ func TestBlackholedLeader(t *testing.T) {
 	waitExited(old, faultAt.Add(2*leaseDuration))
 	// It stops leading (its controllers stop) when it logs the loss; klog.Fatalf then takes a
 	// while to dump every goroutine and exit.
-	steppedDown := logTime(old, stoppedLeadingLine)
+	steppedDown := old.FirstLogTime(stoppedLeadingLine)
 	h := s.history()
 	successor := h.successor()
 	takeover := h.firstLockWriteBy(successor, faultAt)
@@ -184,7 +184,7 @@ func TestPausedLeader(t *testing.T) {
 	s.check(outcome{scenario: "leader paused past its lease", deleted: p, recovery: recovery, recovered: ok, extra: []string{
 		fmt.Sprintf("old leader's Endpoints writes after resuming %d (%d succeeded)", attempts, succeeded),
 		fmt.Sprintf("dual-writer interval %.3fs", interval.Seconds()),
-		fmt.Sprintf("old leader stopped leading %s after resuming", since(logTime(old, stoppedLeadingLine), resumedAt))}})
+		fmt.Sprintf("old leader stopped leading %s after resuming", since(old.FirstLogTime(stoppedLeadingLine), resumedAt))}})
 	// A stale leader's write could also put a deleted pod back: every Endpoints must end up
 	// listing exactly the live pods.
 	s.waitEndpointsComplete(30 * time.Second)

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/idc-lts/kube-1.17/test/fixture"
-	"github.com/idc-lts/kube-1.17/test/harness"
 )
 
 const (
@@ -158,21 +157,6 @@ func (s *scenario) deletePod() pod {
 		s.t.Fatalf("deleting pod %s: %v", p.name, err)
 	}
 	return p
-}
-
-// logTime is when the component first logged a line containing substr, by the klog header
-// ("I1123 15:48:17.277050"), or zero if it never did.
-func logTime(c *harness.Component, substr string) time.Time {
-	line := c.FirstLogLine(substr)
-	if len(line) < 21 {
-		return time.Time{}
-	}
-	now := time.Now()
-	at, err := time.ParseInLocation("0102 15:04:05.000000", line[1:21], time.Local)
-	if err != nil {
-		return time.Time{}
-	}
-	return at.AddDate(now.Year(), 0, 0)
 }
 
 // waitRemoved waits until p's Endpoints no longer list it and returns how long after from that

@@ -1,0 +1,97 @@
+package bench
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/idc-lts/kube-1.17/test/harness"
+)
+
+// FailoverResult is what a run measured after killing its leader with a standby waiting.
+type FailoverResult struct {
+	// TakeoverSeconds is from the leader's SIGKILL until the standby logged that it acquired the
+	// lock: the old lease running out, plus up to one retry period.
+	TakeoverSeconds float64 `json:"takeoverSeconds"`
+	// StartupWrites counts Endpoints writes from the kill until the new leader's startup sync
+	// drained, leaving out the StartupEligible = Services - Deletions Services whose pods the
+	// failover deleted; StartupPuts is the apiserver's count of Endpoints PUTs in that window.
+	StartupWrites   int     `json:"startupWrites"`
+	StartupEligible int     `json:"startupEligible"`
+	StartupPuts     float64 `json:"startupPuts"`
+	// StartupPassSeconds is from the takeover until the new leader's queue drained.
+	StartupPassSeconds float64 `json:"startupPassSeconds"`
+	// DeletionLatencies, sorted, in seconds: pod deleted -> its address gone from Endpoints, for
+	// pods deleted one every DeleteInterval from the kill on.
+	DeletionLatencies []float64 `json:"deletionLatenciesSeconds"`
+	P50               float64   `json:"p50Seconds"`
+	P99               float64   `json:"p99Seconds"`
+	Max               float64   `json:"maxSeconds"`
+	// WindowSeconds is from the kill until the last deleted address left and the queue drained.
+	WindowSeconds float64 `json:"windowSeconds"`
+}
+
+// acquiredLine is what client-go's leader election logs when it takes the lock.
+const acquiredLine = "successfully acquired lease"
+
+// startStandby starts a second instance of the build under test, with the same flags, once the
+// first one leads: it waits for the lock as a second master's does.
+func (r *run) startStandby(logDir string, minResyncPeriod time.Duration) *harness.Component {
+	standby := r.startInstance(logDir, "kube-controller-manager-standby", minResyncPeriod)
+	time.Sleep(3 * time.Second)
+	if !standby.FirstLogTime(acquiredLine).IsZero() {
+		r.b.Fatalf("%s: the standby acquired the lock while the leader was alive", r.cfg)
+	}
+	return standby
+}
+
+// measureFailover kills the leader, deletes pods one every opts.DeleteInterval from that moment,
+// and waits until the standby has taken over, drained its startup sync and removed every
+// deleted address.
+func (r *run) measureFailover(standby *harness.Component, slot int, opts Options) *FailoverResult {
+	b := r.b
+	d := r.watchDeletions(slot, opts)
+	putsBefore := r.apiserverRequests()["PUT endpoints"]
+
+	killedAt := time.Now()
+	r.kcm.Kill()
+	d.start()
+	r.kcm = standby
+
+	var res FailoverResult
+	var acquiredAt time.Time
+	passOver := false
+	n := float64(r.cfg.Services)
+	limit := 3*time.Minute + time.Duration(1.5*n/float64(r.cfg.QPS))*time.Second
+	err := wait.PollImmediate(250*time.Millisecond, limit, func() (bool, error) {
+		if exited, err := standby.Exited(); exited {
+			return false, fmt.Errorf("the standby exited: %v", err)
+		}
+		if acquiredAt.IsZero() {
+			if acquiredAt = standby.FirstLogTime(acquiredLine); acquiredAt.IsZero() {
+				return false, nil
+			}
+		}
+		if !passOver {
+			// The standby's queue counts from zero: it started no controller before leading.
+			if adds, depth := r.queue(); adds >= n && depth == 0 {
+				res.StartupPassSeconds = time.Since(acquiredAt).Seconds()
+				passOver = true
+			}
+		}
+		done, err := d.done()
+		return passOver && done, err
+	})
+	if err != nil {
+		b.Fatalf("%s: failover not over after %v: lock taken: %v, startup sync drained: %v, %d deleted addresses still in Endpoints: %v",
+			r.cfg, limit, !acquiredAt.IsZero(), passOver, d.outstanding(), err)
+	}
+	res.WindowSeconds = time.Since(killedAt).Seconds()
+	res.TakeoverSeconds = acquiredAt.Sub(killedAt).Seconds()
+	res.StartupWrites, res.DeletionLatencies = d.finish()
+	res.StartupEligible = r.cfg.Services - opts.Deletions
+	res.StartupPuts = r.apiserverRequests()["PUT endpoints"] - putsBefore
+	res.P50, res.P99, res.Max = Percentile(res.DeletionLatencies, 0.50), Percentile(res.DeletionLatencies, 0.99), Percentile(res.DeletionLatencies, 1)
+	return &res
+}
