@@ -84,7 +84,7 @@ ha-figures: build ## The HA fault suite on stock (waits up to 5 min per fault) a
 	build/ha-figures.sh
 
 .PHONY: bench
-bench: build ## Headless resync at N=2,000/13,000, qps 20/100, stock vs patched -> docs/benchmarks.md (~1 h)
+bench: build ## Resync, leader failover and watch fan-out at N=13,000, stock vs patched -> docs/benchmarks.md (~1 h)
 	build/bench.sh
 
 .PHONY: test

@@ -282,13 +282,19 @@ func (r *run) queue() (adds, depth float64) {
 	return adds, depth
 }
 
+// passLimit bounds a full pass over every Service: N/qps at the client's rate limit, with room for
+// an apiserver slowed by watchers and for the deletions' tail.
+func (r *run) passLimit() time.Duration {
+	return 5*time.Minute + time.Duration(2*float64(r.cfg.Services)/float64(r.cfg.QPS))*time.Second
+}
+
 // waitStartupPass waits until the process has queued every Service once and its queue has been
 // empty for 2 s. With a non-zero probe it gives up, returning false, when the queue has not
 // drained that long after every Service was queued.
 func (r *run) waitStartupPass(probe time.Duration) bool {
 	n := float64(r.cfg.Services)
 	var queuedAt, emptySince time.Time
-	limit := 3*time.Minute + time.Duration(1.5*n/float64(r.cfg.QPS))*time.Second
+	limit := r.passLimit()
 	err := wait.PollImmediate(250*time.Millisecond, limit, func() (bool, error) {
 		if exited, err := r.kcm.Exited(); exited {
 			return false, fmt.Errorf("kube-controller-manager exited: %v", err)
@@ -353,16 +359,16 @@ func (r *run) measureResync(period time.Duration, slot int, opts Options, watche
 	}
 	resyncAt := time.Now()
 	var probing *probe
-	var events, bytes, restarts int64
+	var events, bytes, restarts, relists int64
 	if watchers != nil {
 		probing = startProbe(b, r.cp, r.services)
-		events, bytes, restarts = watchers.counts()
+		events, bytes, restarts, relists = watchers.counts()
 	}
 	d.start()
 
 	var m measurement
 	passOver := false
-	limit := 3*time.Minute + time.Duration(1.5*float64(n)/float64(r.cfg.QPS))*time.Second
+	limit := r.passLimit()
 	err = wait.PollImmediate(250*time.Millisecond, limit, func() (bool, error) {
 		if !passOver {
 			if adds, depth := r.queue(); adds >= baseline+float64(n) && depth == 0 {
@@ -379,8 +385,9 @@ func (r *run) measureResync(period time.Duration, slot int, opts Options, watche
 	}
 	m.windowSeconds = time.Since(resyncAt).Seconds()
 	if watchers != nil {
-		e, by, re := watchers.counts()
-		m.fanOut = &FanOutResult{Watchers: r.cfg.Watchers, Events: e - events, Bytes: by - bytes, Restarts: re - restarts, Probe: probing.stop()}
+		e, by, re, rl := watchers.counts()
+		m.fanOut = &FanOutResult{Watchers: r.cfg.Watchers, Events: e - events, Bytes: by - bytes, Restarts: re - restarts,
+			Relists: rl - relists, Probe: probing.stop()}
 	}
 	m.resyncWrites, m.latencies = d.finish()
 	m.apiserverRequests = map[string]float64{}

@@ -63,7 +63,7 @@ func (r *run) measureFailover(standby *harness.Component, slot int, opts Options
 	var acquiredAt time.Time
 	passOver := false
 	n := float64(r.cfg.Services)
-	limit := 3*time.Minute + time.Duration(1.5*n/float64(r.cfg.QPS))*time.Second
+	limit := r.passLimit()
 	err := wait.PollImmediate(250*time.Millisecond, limit, func() (bool, error) {
 		if exited, err := standby.Exited(); exited {
 			return false, fmt.Errorf("the standby exited: %v", err)
