@@ -42,6 +42,9 @@ func Load(dir string) ([]bench.Result, bench.Environment, error) {
 		if a.QPS != b.QPS {
 			return a.QPS < b.QPS
 		}
+		if a.Watchers != b.Watchers {
+			return a.Watchers < b.Watchers
+		}
 		return variantOrder(a.Variant) < variantOrder(b.Variant)
 	})
 	return results, env, nil
