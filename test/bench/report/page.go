@@ -61,6 +61,8 @@ type page struct {
 	Loads        []APIServerLoad
 	// MaxCPUMillisPerPut is the highest apiserver CPU cost of an Endpoints PUT among Loads.
 	MaxCPUMillisPerPut float64
+	// ReproducedAt says at how many watchers stock's probe first saw requests failing or slow.
+	ReproducedAt string
 }
 
 // WritePage writes the Markdown page; charts maps a case to its chart's path, for the cases
@@ -119,6 +121,7 @@ func WritePage(path string, charts map[string]string, command string, env bench.
 		data.Targets = append(data.Targets, targets(row)...)
 	}
 	data.Headlines = headlines(results, stock)
+	data.ReproducedAt = reproducedAt(data.FanOuts)
 	tmpl, err := template.New("page").Funcs(template.FuncMap{
 		"seconds": seconds,
 		"mb":      func(b int64) string { return fmt.Sprintf("%.0f", float64(b)/1e6) },
@@ -219,6 +222,34 @@ func targets(row Row) []Target {
 		})
 	}
 	return list
+}
+
+// reproducedAt names the fewest watchers under which a stock run's probe saw a request fail or
+// take over bench.SlowRequest, and the most under which none did.
+func reproducedAt(fanOuts []Row) string {
+	reproduced, quiet := 0, 0
+	for _, r := range fanOuts {
+		if r.Variant != "stock" {
+			continue
+		}
+		w := r.FanOut.Watchers
+		if r.FanOut.Probe.ErrorCount()+r.FanOut.Probe.Slow > 0 {
+			if reproduced == 0 || w < reproduced {
+				reproduced = w
+			}
+		} else if w > quiet {
+			quiet = w
+		}
+	}
+	switch {
+	case reproduced == 0:
+		return fmt.Sprintf("no stock run here had a probe request fail or take over %v", bench.SlowRequest)
+	case quiet == 0:
+		return fmt.Sprintf("stock's probe requests failed or took over %v with %d watchers, the fewest measured", bench.SlowRequest, reproduced)
+	default:
+		return fmt.Sprintf("on this machine %d watchers were not enough for a stock probe request to fail or take over %v; %d were",
+			quiet, bench.SlowRequest, reproduced)
+	}
 }
 
 func probeOutcome(p bench.ProbeResult) string {

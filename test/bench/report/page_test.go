@@ -65,6 +65,7 @@ func TestWritePage(t *testing.T) {
 		"3 x 504 Timeout",
 		"stock kube-apiserver", "stock etcd: `etcd-sha`", "patched kube-controller-manager: `patched-sha`",
 		"(benchmarks-resync.png)",
+		"In short, stock's probe requests failed or took over 1s with 500 watchers, the fewest measured.",
 		"| patched N=13000 qps=20/30 +failover: failover deletion p99 within takeover + 1 s | 14.5 s = takeover 14.0 s + 500 ms | met |",
 		"| stock N=13000 qps=100/120 +watchers=500: the incident reproduced, probe requests failing or over 1s | 3 failed, 40 over 1s, max 61.0 s | met |",
 		"| patched N=13000 qps=100/120 +watchers=500: no probe request failing or over 1s | 0 failed, 0 over 1s, max 20 ms | met |",
