@@ -288,6 +288,27 @@ func (r *run) passLimit() time.Duration {
 	return 5*time.Minute + time.Duration(2*float64(r.cfg.Services)/float64(r.cfg.QPS))*time.Second
 }
 
+// waitPass waits until the endpoint queue has taken every Service since it counted baseline adds
+// and drained, and every address d deleted has left its Endpoints; ready, when given, must hold
+// first. It returns when the queue drained, or the zero time if it did not.
+func (r *run) waitPass(d *deletions, baseline float64, ready func() (bool, error)) (drainedAt time.Time, err error) {
+	err = wait.PollImmediate(250*time.Millisecond, r.passLimit(), func() (bool, error) {
+		if ready != nil {
+			if ok, err := ready(); !ok || err != nil {
+				return false, err
+			}
+		}
+		if drainedAt.IsZero() {
+			if adds, depth := r.queue(); adds >= baseline+float64(r.cfg.Services) && depth == 0 {
+				drainedAt = time.Now()
+			}
+		}
+		done, err := d.done()
+		return !drainedAt.IsZero() && done, err
+	})
+	return drainedAt, err
+}
+
 // waitStartupPass waits until the process has queued every Service once and its queue has been
 // empty for 2 s. With a non-zero probe it gives up, returning false, when the queue has not
 // drained that long after every Service was queued.
@@ -367,22 +388,12 @@ func (r *run) measureResync(period time.Duration, slot int, opts Options, watche
 	d.start()
 
 	var m measurement
-	passOver := false
-	limit := r.passLimit()
-	err = wait.PollImmediate(250*time.Millisecond, limit, func() (bool, error) {
-		if !passOver {
-			if adds, depth := r.queue(); adds >= baseline+float64(n) && depth == 0 {
-				m.passSeconds = time.Since(resyncAt).Seconds()
-				passOver = true
-			}
-		}
-		done, err := d.done()
-		return passOver && done, err
-	})
+	drainedAt, err := r.waitPass(d, baseline, nil)
 	if err != nil {
 		b.Fatalf("%s: after %v, resync pass over: %v, %d of %d deleted addresses still in Endpoints: %v",
-			r.cfg, limit, passOver, d.outstanding(), opts.Deletions, err)
+			r.cfg, r.passLimit(), !drainedAt.IsZero(), d.outstanding(), opts.Deletions, err)
 	}
+	m.passSeconds = drainedAt.Sub(resyncAt).Seconds()
 	m.windowSeconds = time.Since(resyncAt).Seconds()
 	if watchers != nil {
 		e, by, re, rl := watchers.counts()

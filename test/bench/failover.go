@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-
 	"github.com/idc-lts/kube-1.17/test/harness"
 )
 
@@ -61,32 +59,21 @@ func (r *run) measureFailover(standby *harness.Component, slot int, opts Options
 
 	var res FailoverResult
 	var acquiredAt time.Time
-	passOver := false
-	n := float64(r.cfg.Services)
-	limit := r.passLimit()
-	err := wait.PollImmediate(250*time.Millisecond, limit, func() (bool, error) {
+	// The standby's queue counts from zero: it started no controller before leading.
+	drainedAt, err := r.waitPass(d, 0, func() (bool, error) {
 		if exited, err := standby.Exited(); exited {
 			return false, fmt.Errorf("the standby exited: %v", err)
 		}
 		if acquiredAt.IsZero() {
-			if acquiredAt = standby.FirstLogTime(acquiredLine); acquiredAt.IsZero() {
-				return false, nil
-			}
+			acquiredAt = standby.FirstLogTime(acquiredLine)
 		}
-		if !passOver {
-			// The standby's queue counts from zero: it started no controller before leading.
-			if adds, depth := r.queue(); adds >= n && depth == 0 {
-				res.StartupPassSeconds = time.Since(acquiredAt).Seconds()
-				passOver = true
-			}
-		}
-		done, err := d.done()
-		return passOver && done, err
+		return !acquiredAt.IsZero(), nil
 	})
 	if err != nil {
 		b.Fatalf("%s: failover not over after %v: lock taken: %v, startup sync drained: %v, %d deleted addresses still in Endpoints: %v",
-			r.cfg, limit, !acquiredAt.IsZero(), passOver, d.outstanding(), err)
+			r.cfg, r.passLimit(), !acquiredAt.IsZero(), !drainedAt.IsZero(), d.outstanding(), err)
 	}
+	res.StartupPassSeconds = drainedAt.Sub(acquiredAt).Seconds()
 	res.WindowSeconds = time.Since(killedAt).Seconds()
 	res.TakeoverSeconds = acquiredAt.Sub(killedAt).Seconds()
 	res.StartupWrites, res.DeletionLatencies = d.finish()
