@@ -11,6 +11,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -92,6 +93,9 @@ type Result struct {
 	// LeaderElectionWritesPerMinute counts writes to the kube-system/kube-controller-manager
 	// Endpoints over the process's life.
 	LeaderElectionWritesPerMinute float64 `json:"leaderElectionEndpointsWritesPerMinute"`
+	// Exits lists the times the measured process exited during the run (each then started again,
+	// as the kubelet would): "leaderelection lost" when the apiserver was too slow to renew its lease.
+	Exits []string `json:"exits,omitempty"`
 	// FanOut is what the resync sent to Config.Watchers watchers, and what a probe saw.
 	FanOut *FanOutResult `json:"fanOut,omitempty"`
 	// Failover is what the run measured after the resync, when Config.Failover.
@@ -152,6 +156,10 @@ type run struct {
 	// when the measured process started.
 	leaderWrites        func() int
 	leaderWritesAtStart int
+	// period is the --min-resync-period the measured process runs with; exits are why it ended
+	// and had to be started again.
+	period time.Duration
+	exits  []string
 }
 
 // Run measures one configuration on a control plane holding services. runIndex picks which
@@ -180,6 +188,7 @@ func Run(b testing.TB, cp *harness.ControlPlane, services []fixture.ServiceFixtu
 		r.waitStartupPass(0)
 	}
 	result.MinResyncPeriod = period.String()
+	r.period = period
 	result.StartupPassSeconds = time.Since(r.started).Seconds()
 
 	var standby *harness.Component
@@ -212,6 +221,7 @@ func Run(b testing.TB, cp *harness.ControlPlane, services []fixture.ServiceFixtu
 	if standby != nil {
 		result.Failover = r.measureFailover(standby, failoverSlot, opts)
 	}
+	result.Exits = r.exits
 	r.kcm.Kill()
 	return result
 }
@@ -223,6 +233,27 @@ func (r *run) start(logDir string, minResyncPeriod time.Duration) {
 	r.started = time.Now()
 	r.leaderWritesAtStart = r.leaderWrites()
 	r.kcm = r.startInstance(logDir, "kube-controller-manager", minResyncPeriod)
+}
+
+// restart records why the measured process exited and starts it again with the same flags.
+func (r *run) restart() {
+	_, err := r.kcm.Exited()
+	exit := fmt.Sprintf("%s exited after %.0f s (%v): %s", r.kcm.Name, time.Since(r.started).Seconds(), err,
+		fatalLine(r.kcm.Tail(1000)))
+	r.b.Logf("%s: %s; starting it again", r.cfg, exit)
+	r.exits = append(r.exits, exit)
+	r.kcm = r.startInstance(harness.LogDir(r.b), fmt.Sprintf("%s-%d", r.kcm.Name, len(r.exits)), r.period)
+}
+
+// fatalLine is the last klog Fatal line of a log's tail (a goroutine dump follows it), or its last line.
+func fatalLine(tail string) string {
+	lines := strings.Split(strings.TrimSpace(tail), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(lines[i], "F") {
+			return lines[i]
+		}
+	}
+	return lines[len(lines)-1]
 }
 
 // startInstance starts one kube-controller-manager of the build under test.
@@ -291,8 +322,17 @@ func (r *run) passLimit() time.Duration {
 // waitPass waits until the endpoint queue has taken every Service since it counted baseline adds
 // and drained, and every address d deleted has left its Endpoints; ready, when given, must hold
 // first. It returns when the queue drained, or the zero time if it did not.
+//
+// A kube-controller-manager that exits meanwhile (an apiserver too slow for it to renew its lease
+// makes 1.17 exit with "leaderelection lost") is started again, as the kubelet restarts a static
+// pod, and the pass starts over with the new process's startup sync.
 func (r *run) waitPass(d *deletions, baseline float64, ready func() (bool, error)) (drainedAt time.Time, err error) {
 	err = wait.PollImmediate(250*time.Millisecond, r.passLimit(), func() (bool, error) {
+		if exited, _ := r.kcm.Exited(); exited {
+			r.restart()
+			baseline, drainedAt = 0, time.Time{}
+			return false, nil
+		}
 		if ready != nil {
 			if ok, err := ready(); !ok || err != nil {
 				return false, err
