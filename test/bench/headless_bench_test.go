@@ -57,10 +57,13 @@ func BenchmarkHeadlessResync(b *testing.B) {
 	}
 	writeJSON(b, filepath.Join(resultsDir, EnvironmentFile), env)
 	var configs []Config
+	// planes are the control planes to fill: BENCH_SERVICES, whose each run without +services
+	// uses, then those that runs with +services name.
 	var planes []int
 	for _, services := range strings.Split(setting("BENCH_SERVICES", "13000"), ",") {
 		planes = append(planes, atoi(b, "BENCH_SERVICES", services))
 	}
+	everyRunAt := slices.Clone(planes)
 	for _, spec := range strings.Split(setting("BENCH_RATES", defaultRuns), ",") {
 		run := parseRun(b, spec)
 		if run.Services > 0 && !slices.Contains(planes, run.Services) {
@@ -81,7 +84,7 @@ func BenchmarkHeadlessResync(b *testing.B) {
 			b.Logf("created %d headless Services with a Ready pod each in %v", n, time.Since(start).Round(time.Second))
 			i := 0
 			for _, cfg := range configs {
-				if cfg.Services != 0 && cfg.Services != n {
+				if cfg.Services != 0 && cfg.Services != n || cfg.Services == 0 && !slices.Contains(everyRunAt, n) {
 					continue
 				}
 				cfg.Services = n
