@@ -110,7 +110,7 @@ func (d *deletions) outstanding() int {
 
 // finish stops deleting and watching, after letting the writes of a queue that has just drained
 // reach the watch, and returns the writes to Services whose pods the phase kept and the
-// deletions' latencies, sorted.
+// deletions' latencies, sorted; an address still in its Endpoints counts until now.
 func (d *deletions) finish() (otherWrites int, latencies []float64) {
 	select {
 	case <-d.stop:
@@ -128,6 +128,10 @@ func (d *deletions) finish() (otherWrites int, latencies []float64) {
 		}
 	}
 	latencies = append([]float64(nil), d.latencies...)
+	// An address still there counts until now: a lower bound.
+	for _, p := range d.waiting {
+		latencies = append(latencies, time.Since(p.deletedAt).Seconds())
+	}
 	sort.Float64s(latencies)
 	return otherWrites, latencies
 }
