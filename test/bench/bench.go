@@ -35,7 +35,8 @@ type Config struct {
 	Burst    int    `json:"burst"`
 	Variant  string `json:"variant"`
 	// Failover ends the run by killing the leader with a standby of the same build waiting.
-	Failover bool `json:"failover,omitempty"`
+	// (Its JSON name is not "failover", which Result.Failover takes.)
+	Failover bool `json:"withFailover,omitempty"`
 	// Watchers is how many Endpoints watchers and a probe client the resync runs under.
 	Watchers int `json:"watchers,omitempty"`
 }

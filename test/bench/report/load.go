@@ -30,6 +30,8 @@ func Load(dir string) ([]bench.Result, bench.Environment, error) {
 		if err := readJSON(path, &results[i]); err != nil {
 			return nil, env, err
 		}
+		// Results written before Config.Failover had a JSON name of its own say it by their Failover.
+		results[i].Config.Failover = results[i].Config.Failover || results[i].Failover != nil
 		if len(results[i].DeletionLatencies) == 0 {
 			return nil, env, fmt.Errorf("%s: no deletion latencies", path)
 		}
