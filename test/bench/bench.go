@@ -161,8 +161,8 @@ type run struct {
 	// when the measured process started.
 	leaderWrites        func() int
 	leaderWritesAtStart int
-	// period is the --min-resync-period the measured process runs with; exits are why it ended
-	// and had to be started again.
+	// period is the --min-resync-period the instances run with, set by start; exits are why the
+	// measured process ended and had to be started again.
 	period time.Duration
 	exits  []string
 }
@@ -193,18 +193,17 @@ func Run(b testing.TB, cp *harness.ControlPlane, services []fixture.ServiceFixtu
 		r.waitStartupPass(0)
 	}
 	result.MinResyncPeriod = period.String()
-	r.period = period
 	result.StartupPassSeconds = time.Since(r.started).Seconds()
 
 	var standby *harness.Component
 	if cfg.Failover {
-		standby = r.startStandby(logDir, period)
+		standby = r.startStandby(logDir)
 	}
 	var watchers *endpointsWatchers
 	if cfg.Watchers > 0 {
 		watchers = startWatchers(b, cp, cfg.Watchers)
 	}
-	m := r.measureResync(period, resyncSlot, opts, watchers)
+	m := r.measureResync(resyncSlot, opts, watchers)
 	if watchers != nil {
 		watchers.stop()
 		result.FanOut = m.fanOut
@@ -215,7 +214,7 @@ func Run(b testing.TB, cp *harness.ControlPlane, services []fixture.ServiceFixtu
 	result.APIServerRequests, result.APIServerRequestsTotal = m.apiserverRequests, m.apiserverTotal
 	result.ControllerManagerRequests = m.kcmRequests
 	result.APIServerCPUSeconds = m.apiserverCPU
-	result.P50, result.P99, result.Max = Percentile(m.latencies, 0.50), Percentile(m.latencies, 0.99), Percentile(m.latencies, 1)
+	result.P50, result.P99, result.Max = Percentiles(m.latencies)
 
 	usage, err := ReadProcessUsage(r.kcm.Pid())
 	if err != nil {
@@ -237,7 +236,8 @@ func (r *run) start(logDir string, minResyncPeriod time.Duration) {
 	r.deleteLocks()
 	r.started = time.Now()
 	r.leaderWritesAtStart = r.leaderWrites()
-	r.kcm = r.startInstance(logDir, "kube-controller-manager", minResyncPeriod)
+	r.period = minResyncPeriod
+	r.kcm = r.startInstance(logDir, "kube-controller-manager")
 }
 
 // restart records why the measured process exited and starts it again with the same flags.
@@ -247,7 +247,7 @@ func (r *run) restart() {
 		fatalLine(r.kcm.Tail(1000)))
 	r.b.Logf("%s: %s; starting it again", r.cfg, exit)
 	r.exits = append(r.exits, exit)
-	r.kcm = r.startInstance(harness.LogDir(r.b), fmt.Sprintf("%s-%d", r.kcm.Name, len(r.exits)), r.period)
+	r.kcm = r.startInstance(harness.LogDir(r.b), fmt.Sprintf("%s-%d", r.kcm.Name, len(r.exits)))
 }
 
 // fatalLine is the last klog Fatal line of a log's tail (a goroutine dump follows it), or its last line.
@@ -261,13 +261,13 @@ func fatalLine(tail string) string {
 	return lines[len(lines)-1]
 }
 
-// startInstance starts one kube-controller-manager of the build under test.
-func (r *run) startInstance(logDir, processName string, minResyncPeriod time.Duration) *harness.Component {
+// startInstance starts one kube-controller-manager of the build under test, with r.period.
+func (r *run) startInstance(logDir, processName string) *harness.Component {
 	return harness.StartComponent(r.b, r.cp, logDir, processName, r.cfg.Variant, "kube-controller-manager",
 		"--controllers=endpoint",
 		fmt.Sprintf("--kube-api-qps=%d", r.cfg.QPS),
 		fmt.Sprintf("--kube-api-burst=%d", r.cfg.Burst),
-		"--min-resync-period="+minResyncPeriod.String(),
+		"--min-resync-period="+r.period.String(),
 	)
 }
 
@@ -406,8 +406,9 @@ type measurement struct {
 // measureResync waits for the next full resync, deletes the pods of deletion slot slot one by one
 // while it runs, and returns the writes it caused and the deletions' latencies. With watchers, a
 // probe client runs through the same window and the watchers' share of it is counted.
-func (r *run) measureResync(period time.Duration, slot int, opts Options, watchers *endpointsWatchers) measurement {
+func (r *run) measureResync(slot int, opts Options, watchers *endpointsWatchers) measurement {
 	b := r.b
+	period := r.period
 	n := r.cfg.Services
 	d := r.watchDeletions(slot, opts)
 
@@ -586,6 +587,11 @@ func fileSHA256(b testing.TB, path string) string {
 		b.Fatal(err)
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Percentiles are the p50, p99 and maximum of sorted values.
+func Percentiles(sorted []float64) (p50, p99, max float64) {
+	return Percentile(sorted, 0.50), Percentile(sorted, 0.99), Percentile(sorted, 1)
 }
 
 // Percentile is the nearest-rank q-quantile of sorted values (q = 1 gives the maximum).

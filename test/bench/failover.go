@@ -41,8 +41,8 @@ const (
 
 // startStandby starts a second instance of the build under test, with the same flags, once the
 // first one leads: it waits for the lock as a second master's does.
-func (r *run) startStandby(logDir string, minResyncPeriod time.Duration) *harness.Component {
-	standby := r.startInstance(logDir, "kube-controller-manager-standby", minResyncPeriod)
+func (r *run) startStandby(logDir string) *harness.Component {
+	standby := r.startInstance(logDir, "kube-controller-manager-standby")
 	time.Sleep(3 * time.Second)
 	if !standby.FirstLogTime(acquiredLine).IsZero() {
 		r.b.Fatalf("%s: the standby acquired the lock while the leader was alive", r.cfg)
@@ -85,6 +85,6 @@ func (r *run) measureFailover(standby *harness.Component, slot int, opts Options
 	res.StartupWrites, res.DeletionLatencies = d.finish()
 	res.StartupEligible = r.cfg.Services - opts.Deletions
 	res.StartupPuts = r.apiserverRequests()["PUT endpoints"] - putsBefore
-	res.P50, res.P99, res.Max = Percentile(res.DeletionLatencies, 0.50), Percentile(res.DeletionLatencies, 0.99), Percentile(res.DeletionLatencies, 1)
+	res.P50, res.P99, res.Max = Percentiles(res.DeletionLatencies)
 	return &res
 }

@@ -160,6 +160,6 @@ func (p *probe) stop() ProbeResult {
 	defer p.mu.Unlock()
 	r := p.result
 	sort.Float64s(r.Latencies)
-	r.P50, r.P99, r.Max = Percentile(r.Latencies, 0.50), Percentile(r.Latencies, 0.99), Percentile(r.Latencies, 1)
+	r.P50, r.P99, r.Max = Percentiles(r.Latencies)
 	return r
 }

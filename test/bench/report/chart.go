@@ -79,10 +79,9 @@ func (c Chart) Write(path string, results []bench.Result) (bool, error) {
 		if len(latencies) == 0 {
 			continue
 		}
-		config := r.Config
-		config.Variant = ""
-		if _, ok := colours[config.String()]; !ok {
-			colours[config.String()] = palette[len(colours)%len(palette)]
+		config := configKey(r)
+		if _, ok := colours[config]; !ok {
+			colours[config] = palette[len(colours)%len(palette)]
 		}
 		points := make(plotter.XYs, len(latencies))
 		for i, latency := range latencies {
@@ -93,7 +92,7 @@ func (c Chart) Write(path string, results []bench.Result) (bool, error) {
 		if err != nil {
 			return false, fmt.Errorf("%v: %v", r.Config, err)
 		}
-		line.Color = colours[config.String()]
+		line.Color = colours[config]
 		line.Width = vg.Points(1.5)
 		if r.Variant != "stock" {
 			line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
