@@ -116,8 +116,12 @@ func (ws *endpointsWatchers) watch(ctx context.Context, cp *harness.ControlPlane
 		}
 		if expired {
 			ws.relists.Add(1)
-			if rv, err = relist(ctx, client, cp.URL); err != nil {
+			// A failed relist keeps the expired version, which expires again and relists again, as
+			// a reflector retries; watching from "" instead would replay every Endpoints as ADDED.
+			if fresh, err := relist(ctx, client, cp.URL); err != nil {
 				time.Sleep(time.Second)
+			} else {
+				rv = fresh
 			}
 		}
 	}
