@@ -172,6 +172,10 @@ func (p *Process) CountLogLines(substr string) int {
 // ErrNoMetric is what Metric's error wraps when the endpoint does not export the metric at all.
 var ErrNoMetric = errors.New("metric not exported")
 
+// ErrNoSeries is what Metric's error wraps when the metric has no series with the labels asked
+// for (a gauge vector nobody has set yet, for one).
+var ErrNoSeries = errors.New("no such series")
+
 // Metric returns the value of a counter or gauge scraped from a Prometheus endpoint, summed over
 // the series whose labels include all of the given ones. A metric that is not there is an error.
 func Metric(url, name string, labels map[string]string) (float64, error) {
@@ -216,7 +220,7 @@ func MetricWithToken(url, token, name string, labels map[string]string) (float64
 		}
 	}
 	if !found {
-		return 0, fmt.Errorf("%s has no series of %s with labels %v", url, name, labels)
+		return 0, fmt.Errorf("%s has no series of %s with labels %v: %w", url, name, labels, ErrNoSeries)
 	}
 	return sum, nil
 }
