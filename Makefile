@@ -37,8 +37,9 @@ verify-patches: source ## Check the series: listed once, headers, applies, regen
 	build/verify-patches.sh
 
 .PHONY: lint
-lint: ## shellcheck the scripts; gofmt and go vet this repository's Go code
+lint: ## shellcheck the scripts; gofmt and go vet this repository's Go code; docs name VERSION's release
 	shellcheck build/*.sh hack/*.sh .ci/run
+	build/verify-docs.sh
 	@unformatted=$$(find . -name "*.go" -not -path "./_output/*" -exec gofmt -l {} +); [ -z "$$unformatted" ] || { echo "gofmt needed: $$unformatted"; exit 1; }
 	go vet ./...
 	cd build/image && go vet ./...

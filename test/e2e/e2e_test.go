@@ -21,7 +21,7 @@ import (
 	"github.com/idc-lts/kube-1.17/test/harness"
 )
 
-// components are the two the release replaces, in the README's order.
+// components are the two the release replaces, in docs/operations.md's order.
 var components = []string{"kube-controller-manager", "kube-scheduler"}
 
 // releaseImageDirEnv names the directory of the release's images (build/images.sh's output,
@@ -117,7 +117,7 @@ func TestKubeadmMaster(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The README's command, with the master's paths under the test's root.
+	// docs/operations.md's command, with the master's paths under the test's root.
 	apply := func(ctx context.Context, c, image, timeout string) (int, string) {
 		return runLogged(ctx, m.logDir, "cpswap-apply-"+c, cpswap, "apply", "--manifest", manifest(c), "--image", image,
 			"--profile", "leases", "--backup-dir", backupDir, "--kubeconfig", m.path("etc/kubernetes/admin.conf"), "--timeout", timeout)
@@ -148,7 +148,7 @@ func TestKubeadmMaster(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			// README step 2: the plan first, then the apply.
+			// docs/operations.md, upgrade step 2: the plan first, then the apply.
 			if code, out := runLogged(ctx, m.logDir, "cpswap-plan-"+c, cpswap, "plan", "--manifest", manifest(c), "--image", image, "--profile", "leases"); code != 0 {
 				return fmt.Errorf("cpswap plan: exit code %d, want 0:\n%s", code, out)
 			}

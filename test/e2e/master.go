@@ -1,6 +1,6 @@
 // Package e2e runs a single-master kubeadm v1.17.3 control plane the way a master runs it: a real
 // kubelet v1.17.3 starts kubeadm's static pods (etcd, kube-apiserver, kube-controller-manager,
-// kube-scheduler) in Docker, from images this pipeline built, and the test drives the README's
+// kube-scheduler) in Docker, from images this pipeline built, and the test drives docs/operations.md's
 // upgrade procedure (cpswap apply, a failed apply, cpswap rollback) through it.
 //
 // The master's filesystem is _output/e2e/root (etc/kubernetes, var/lib/etcd, var/lib/kubelet,
