@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/idc-lts/kube-1.17/test/tier"
 )
 
 func repoRoot(t *testing.T) string {
@@ -23,7 +25,7 @@ func scratchTree(t *testing.T) (tree, patches string) {
 	root := repoRoot(t)
 	source := filepath.Join(root, "_output", "src", "kubernetes")
 	if _, err := os.Stat(filepath.Join(source, ".git")); err != nil {
-		t.Fatalf("no upstream tree at %s: run 'make source'", source)
+		tier.Missing(t, "run 'make source'", "no upstream tree at %s", source)
 	}
 	dir := t.TempDir()
 	tree = filepath.Join(dir, "tree")
@@ -214,5 +216,35 @@ func TestReleaseNotesListEveryCVEOfTheSeries(t *testing.T) {
 	}
 	if listed != len(want) {
 		t.Errorf("release notes list %d CVEs, the patches %d: %s", listed, len(want), summary)
+	}
+}
+
+// TestVerifyPatchesNamesAPatchLackingAField checks that a header without a required trailer fails
+// verify-patches with the patch's name and the missing field.
+func TestVerifyPatchesNamesAPatchLackingAField(t *testing.T) {
+	tree, patches := scratchTree(t)
+	patch := firstPatch(t, patches, "0005")
+	data, err := os.ReadFile(patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header, diff, _ := strings.Cut(string(data), "\n---\n")
+	var kept []string
+	for _, line := range strings.Split(header, "\n") {
+		if !strings.HasPrefix(line, "Reason: ") {
+			kept = append(kept, line)
+		}
+	}
+	if len(kept) == len(strings.Split(header, "\n")) {
+		t.Fatal("patch 0005 has no Reason: line to remove")
+	}
+	os.WriteFile(patch, []byte(strings.Join(kept, "\n")+"\n---\n"+diff), 0o644)
+
+	out, err := runScript(t, tree, patches, "verify-patches.sh")
+	if err == nil {
+		t.Fatalf("verify-patches.sh accepted a header without Reason:\n%s", out)
+	}
+	if want := filepath.Base(patch) + ": header has no Reason: field"; !strings.Contains(out, want) {
+		t.Errorf("the error does not say %q:\n%s", want, out)
 	}
 }

@@ -263,12 +263,12 @@ func fatalLine(tail string) string {
 
 // startInstance starts one kube-controller-manager of the build under test, with r.period.
 func (r *run) startInstance(logDir, processName string) *harness.Component {
-	return harness.StartComponent(r.b, r.cp, logDir, processName, r.cfg.Variant, "kube-controller-manager",
+	return harness.StartComponent(r.b, r.cp, harness.ComponentOptions{Variant: r.cfg.Variant, Name: processName, LogDir: logDir, Args: []string{
 		"--controllers=endpoint",
 		fmt.Sprintf("--kube-api-qps=%d", r.cfg.QPS),
 		fmt.Sprintf("--kube-api-burst=%d", r.cfg.Burst),
-		"--min-resync-period="+r.period.String(),
-	)
+		"--min-resync-period=" + r.period.String(),
+	}})
 }
 
 // deleteLocks removes the leader-election locks a previous process left, so that the next one

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/idc-lts/kube-1.17/test/harness"
+	"github.com/idc-lts/kube-1.17/test/tier"
 )
 
 // components are the two the release replaces, in docs/operations.md's order.
@@ -32,11 +33,11 @@ const releaseImageDirEnv = "IMAGE_DIR"
 // TestKubeadmMaster is the operator's procedure on one kubeadm master run by a real kubelet.
 func TestKubeadmMaster(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root: it runs a kubelet and a dockerd")
+		tier.Missing(t, "run it as root", "it runs a kubelet and a dockerd")
 	}
 	imageDir := os.Getenv(releaseImageDirEnv)
 	if imageDir == "" {
-		t.Fatalf("set %s to the release's image directory (make test-e2e does)", releaseImageDirEnv)
+		tier.Missing(t, "run 'make test-e2e'", "%s does not name the release's image directory", releaseImageDirEnv)
 	}
 	releaseImages := map[string]string{}
 	for _, c := range components {

@@ -17,11 +17,43 @@ type Component struct {
 	BaseURL string
 }
 
-// StartComponent runs the named component binary of a variant against the control plane, serving
-// /healthz and /metrics on a free loopback port (1.17's insecure --port). args come after the
-// defaults, so a test can override them.
-func StartComponent(t testing.TB, cp *ControlPlane, logDir, processName, variant, component string, args ...string) *Component {
+// KubeControllerManager and KubeScheduler are the components the release replaces.
+const (
+	KubeControllerManager = "kube-controller-manager"
+	KubeScheduler         = "kube-scheduler"
+)
+
+// ComponentOptions say what StartComponent runs; every field has a default.
+type ComponentOptions struct {
+	// Component is KubeControllerManager (the default) or KubeScheduler.
+	Component string
+	// Variant is the build: VariantUnderTest() unless set (e.g. "stock").
+	Variant string
+	// Name names the process and its log file; Component unless set (set it to tell several
+	// instances apart).
+	Name string
+	// LogDir is where the log goes; LogDir(t) unless set.
+	LogDir string
+	// Args come after the defaults, so that they can override them.
+	Args []string
+}
+
+// StartComponent runs a component binary against the control plane, serving /healthz and
+// /metrics on a free loopback port (1.17's insecure --port), and waits until it is healthy.
+func StartComponent(t testing.TB, cp *ControlPlane, o ComponentOptions) *Component {
 	t.Helper()
+	if o.Component == "" {
+		o.Component = KubeControllerManager
+	}
+	if o.Variant == "" {
+		o.Variant = VariantUnderTest()
+	}
+	if o.Name == "" {
+		o.Name = o.Component
+	}
+	if o.LogDir == "" {
+		o.LogDir = LogDir(t)
+	}
 	port := FreePort(t)
 	defaults := []string{
 		"--kubeconfig=" + cp.Kubeconfig,
@@ -32,7 +64,7 @@ func StartComponent(t testing.TB, cp *ControlPlane, logDir, processName, variant
 		"--v=2",
 	}
 	c := &Component{
-		Process: StartProcess(t, logDir, processName, Binary(t, variant, component), append(defaults, args...)...),
+		Process: StartProcess(t, o.LogDir, o.Name, Binary(t, o.Variant, o.Component), append(defaults, o.Args...)...),
 		BaseURL: fmt.Sprintf("http://127.0.0.1:%d", port),
 	}
 	c.WaitHealthy(t, 60*time.Second)

@@ -4,6 +4,7 @@
 package harness
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -17,6 +18,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/idc-lts/kube-1.17/test/tier"
 )
 
 // VariantUnderTestEnv names the build whose fixes a suite checks: "patched" unless set, or e.g.
@@ -48,21 +51,28 @@ func VariantUnderTest() string {
 	return "patched"
 }
 
-// Binary returns the path of a built binary, _output/bin/<variant>/<name>, or fails the test
-// with the command that builds it.
+// Binary returns the path of a built binary, _output/bin/<variant>/<name>; a missing one fails
+// the test under make and skips it otherwise (tier.Missing), naming the command that builds it.
 func Binary(t testing.TB, variant, name string) string {
 	t.Helper()
 	path := filepath.Join(RepoRoot(t), "_output", "bin", variant, name)
 	if info, err := os.Stat(path); err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
-		t.Fatalf("missing binary %s: run 'make build' (or build/build.sh %s %s)", path, variant, name)
+		tier.Missing(t, fmt.Sprintf("run 'make build' (or build/build.sh %s %s)", variant, name), "no binary %s", path)
 	}
 	return path
 }
 
-// LogDir is where a test's process logs go: _output/test-logs/<test name>, emptied first.
+// emptiedLogDirs holds the tests whose log directory LogDir has emptied.
+var emptiedLogDirs sync.Map
+
+// LogDir is where a test's process logs go: _output/test-logs/<test name>, emptied by the test's
+// first call.
 func LogDir(t testing.TB) string {
 	t.Helper()
 	dir := filepath.Join(RepoRoot(t), "_output", "test-logs", strings.ReplaceAll(t.Name(), "/", "_"))
+	if _, done := emptiedLogDirs.LoadOrStore(t, true); done {
+		return dir
+	}
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}

@@ -16,13 +16,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/idc-lts/kube-1.17/test/harness"
+	"github.com/idc-lts/kube-1.17/test/tier"
 )
 
 // imageDir is where build/images.sh put the images (IMAGE_DIR, set by `make test-image`).
 func imageDir(t *testing.T) string {
 	dir := os.Getenv("IMAGE_DIR")
 	if dir == "" {
-		t.Fatal("IMAGE_DIR is not set: run `make test-image`")
+		tier.Missing(t, "run 'make test-image'", "IMAGE_DIR does not name the release's image directory")
 	}
 	return dir
 }
@@ -61,7 +62,7 @@ func load(t *testing.T, component string) string {
 func TestImagesPrintTheReleaseVersion(t *testing.T) {
 	version := os.Getenv("RELEASE_VERSION")
 	if version == "" {
-		t.Fatal("RELEASE_VERSION is not set: run `make test-image`")
+		tier.Missing(t, "run 'make test-image'", "RELEASE_VERSION is not set")
 	}
 	for _, component := range []string{"kube-controller-manager", "kube-scheduler"} {
 		image := load(t, component)

@@ -198,7 +198,7 @@ func (c *cluster) startKubeControllerManagers(extraArgs ...string) {
 		kubeconfig := c.writeKubeconfig(kcmName(i), c.lb.frontend(kcmName(i)), kcmName(i)+"-token")
 		args := append([]string{"--controllers=endpoint", "--leader-elect=true"}, extraArgs...)
 		c.kcms = append(c.kcms, harness.StartComponent(c.t, &harness.ControlPlane{Kubeconfig: kubeconfig},
-			c.logDir, kcmName(i), c.variant, "kube-controller-manager", args...))
+			harness.ComponentOptions{Variant: c.variant, Name: kcmName(i), LogDir: c.logDir, Args: args}))
 	}
 }
 

@@ -47,12 +47,12 @@ func startCluster(t *testing.T, variant string) *cluster {
 	fixtures := fixture.CreateServices(t, cp.Client, namespace, 0, n)
 	t.Logf("created %d headless Services and their pods in %v", n, time.Since(start).Round(time.Millisecond))
 
-	kcm := harness.StartComponent(t, cp, harness.LogDir(t), "kube-controller-manager", variant, "kube-controller-manager",
+	kcm := harness.StartComponent(t, cp, harness.ComponentOptions{Variant: variant, Args: []string{
 		"--controllers=endpoint",
 		"--leader-elect=false",
 		// Informer resyncs every 20-40 s instead of 12-24 h.
 		"--min-resync-period=20s",
-	)
+	}})
 	c := &cluster{cp: cp, kcm: kcm, fixtures: fixtures}
 	c.waitEndpointsComplete(t, 2*time.Minute)
 	c.waitQueueIdle(t, time.Minute)

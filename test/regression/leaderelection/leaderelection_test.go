@@ -27,12 +27,13 @@ const (
 var maxFailover = leaseDuration + 2*time.Duration((1+retryJitterFactor)*float64(retryPeriod)) + time.Second
 
 func startKubeControllerManager(t *testing.T, cp *harness.ControlPlane, logDir, name, variant string) *harness.Component {
-	return harness.StartComponent(t, cp, logDir, name, variant, "kube-controller-manager",
-		"--controllers=endpoint", "--leader-elect=true")
+	return harness.StartComponent(t, cp, harness.ComponentOptions{Variant: variant, Name: name, LogDir: logDir,
+		Args: []string{"--controllers=endpoint", "--leader-elect=true"}})
 }
 
 func startKubeScheduler(t *testing.T, cp *harness.ControlPlane, logDir, name, variant string) *harness.Component {
-	return harness.StartComponent(t, cp, logDir, name, variant, "kube-scheduler", "--leader-elect=true")
+	return harness.StartComponent(t, cp, harness.ComponentOptions{Component: harness.KubeScheduler, Variant: variant, Name: name,
+		LogDir: logDir, Args: []string{"--leader-elect=true"}})
 }
 
 // waitLeading waits until the component logs that it acquired its lease.

@@ -79,8 +79,8 @@ func TestStandbyWatchesBeforeLeading(t *testing.T) {
 	services := fixture.CreateServices(t, cp.Client, "standby", 0, 2)
 	before := registeredWatchers(t, cp)
 
-	kcm := harness.StartComponent(t, cp, harness.LogDir(t), "kube-controller-manager", variant, "kube-controller-manager",
-		"--controllers=endpoint", "--leader-elect=true", "--leader-elect-resource-lock=leases")
+	kcm := harness.StartComponent(t, cp, harness.ComponentOptions{Variant: variant, Args: []string{
+		"--controllers=endpoint", "--leader-elect=true", "--leader-elect-resource-lock=leases"}})
 	var now map[string]float64
 	err := wait.PollImmediate(200*time.Millisecond, standbyWatchBound, func() (bool, error) {
 		now = registeredWatchers(t, cp)

@@ -131,8 +131,8 @@ func start(t *testing.T, variant string) *run {
 	proxy := newFaultProxy(t, cp.URL)
 	throughProxy := *cp
 	throughProxy.Kubeconfig = harness.WriteKubeconfig(t, proxy.URL())
-	kcm := harness.StartComponent(t, &throughProxy, harness.LogDir(t), "kube-controller-manager", variant, "kube-controller-manager",
-		"--controllers=endpoint", "--leader-elect=false", "--kube-api-content-type=application/json")
+	kcm := harness.StartComponent(t, &throughProxy, harness.ComponentOptions{Variant: variant, Args: []string{
+		"--controllers=endpoint", "--leader-elect=false", "--kube-api-content-type=application/json"}})
 	for _, name := range []string{"old-1", "old-2", "flap"} {
 		waitEndpoints(t, client, name, true)
 	}

@@ -69,9 +69,9 @@ func TestPatchedLinksFixedDependencies(t *testing.T) {
 
 	cp := harness.StartControlPlane(t)
 	securePort := harness.FreePort(t)
-	harness.StartComponent(t, cp, harness.LogDir(t), "kube-controller-manager", variant, "kube-controller-manager",
-		"--controllers=endpoint", "--leader-elect=false", "--secure-port="+strconv.Itoa(securePort),
-		"--bind-address=127.0.0.1", "--cert-dir="+t.TempDir())
+	harness.StartComponent(t, cp, harness.ComponentOptions{Variant: variant, Args: []string{
+		"--controllers=endpoint", "--leader-elect=false", "--secure-port=" + strconv.Itoa(securePort),
+		"--bind-address=127.0.0.1", "--cert-dir=" + t.TempDir()}})
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		ForceAttemptHTTP2: true,
 		// The component's self-signed serving certificate.

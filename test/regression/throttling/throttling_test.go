@@ -27,9 +27,9 @@ const (
 func throttledCluster(t *testing.T, variant string, n int) (*harness.ControlPlane, *harness.Component) {
 	cp := harness.StartControlPlane(t)
 	fixture.CreateServices(t, cp.Client, namespace, 0, n)
-	kcm := harness.StartComponent(t, cp, harness.LogDir(t), "kube-controller-manager", variant, "kube-controller-manager",
+	kcm := harness.StartComponent(t, cp, harness.ComponentOptions{Variant: variant, Args: []string{
 		"--controllers=endpoint", "--leader-elect=false",
-		"--kube-api-qps="+qps, "--kube-api-burst="+qps)
+		"--kube-api-qps=" + qps, "--kube-api-burst=" + qps}})
 	return cp, kcm
 }
 
