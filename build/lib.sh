@@ -44,42 +44,28 @@ series_patches() {
   sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^$/d' "${SERIES_FILE}"
 }
 
-# Value of a provenance field (a trailer such as "Category:") in a patch file's header.
+# The patches' provenance headers (git trailers such as "Category:") are defined, parsed and
+# checked in one place, build/patchmeta; scripts reach it through build/cmd/patchmeta, built once
+# per script by need_patchmeta (call it at the script's top level, not in a subshell).
+PIPELINE_AUTHOR="${PIPELINE_NAME} <${PIPELINE_EMAIL}>"
+need_patchmeta() {
+  PATCHMETA="${OUTPUT_DIR}/tools/patchmeta"
+  (cd "${REPO_ROOT}" && go build -trimpath -o "${PATCHMETA}" ./build/cmd/patchmeta) || die "cannot build build/cmd/patchmeta"
+}
+
+# Value of a provenance field in a patch file's header ("" when absent).
 patch_field() {
   patch_field_all "$@" | head -n 1
 }
 
 # Every value of a field that may repeat, one a line.
 patch_field_all() {
-  local patch=$1 field=$2
-  sed -n '/^---$/q;p' "${patch}" | git interpret-trailers --parse --no-divider 2>/dev/null |
-    sed -n "s/^${field}: //p"
+  "${PATCHMETA:?need_patchmeta first}" field "$1" "$2"
 }
 
-# Provenance fields every patch header carries, as git trailers at the end of the message.
-REQUIRED_FIELDS=(Upstream-PR Upstream-Release Category Reason Verified-By)
-CATEGORIES="build backport security fork"
-
-# Prints one line per problem with the patch's provenance header; prints nothing when it is fine.
+# Prints one line per problem with the patches' provenance headers; prints nothing when they are fine.
 patch_header_problems() {
-  local patch=$1 name field value
-  name=$(basename "${patch}")
-  for field in "${REQUIRED_FIELDS[@]}"; do
-    value=$(patch_field "${patch}" "${field}")
-    [ -n "${value}" ] || echo "${name}: header has no ${field}: field"
-  done
-  value=$(patch_field "${patch}" Category)
-  if [ -n "${value}" ] && [[ " ${CATEGORIES} " != *" ${value} "* ]]; then
-    echo "${name}: Category: ${value} is not one of: ${CATEGORIES}"
-  fi
-  value=$(patch_field "${patch}" Upstream-Release)
-  if [ -n "${value}" ] && ! [[ "${value}" =~ ^(none|v[0-9]+\.[0-9]+\.[0-9]+)([[:space:]].*)?$ ]]; then
-    echo "${name}: Upstream-Release: ${value} is neither a release (vX.Y.Z) nor \"none\""
-  fi
-  value=$(patch_field "${patch}" Upstream-PR)
-  if [ -n "${value}" ] && ! [[ "${value}" =~ ^(none|kubernetes/[a-z-]+#[0-9]+|https://github\.com/) ]]; then
-    echo "${name}: Upstream-PR: ${value} is neither owner/repo#N, a GitHub URL nor \"none\""
-  fi
+  "${PATCHMETA:?need_patchmeta first}" check -pipeline-author "${PIPELINE_AUTHOR}" "$@" || true
 }
 
 # Regenerates patch files from the commits upstream..REF into DIR, named and numbered by series order.

@@ -9,6 +9,7 @@
 # is left out with NNNN, and so on down the chain.
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
+need_patchmeta
 
 without=""
 if [ $# -gt 0 ]; then

@@ -9,6 +9,7 @@
 # Optional arguments limit the run to those patch files.
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
+need_patchmeta
 
 mapfile -t selected < <(if [ $# -gt 0 ]; then printf '%s\n' "$@" | xargs -n1 basename; else series_patches; fi)
 proved=0

@@ -5,6 +5,7 @@
 # fixes first), and git format-patch of the result reproduces patches/ byte for byte.
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
+need_patchmeta
 
 problems=()
 duplicates=$(series_patches | sort | uniq -d)
@@ -13,15 +14,17 @@ for patch in "${PATCHES_DIR}"/*.patch; do
   [ -e "${patch}" ] || continue
   series_patches | grep -qxF "$(basename "${patch}")" || problems+=("$(basename "${patch}") is not listed in patches/series")
 done
+listed=()
 while read -r name; do
-  if [ ! -f "${PATCHES_DIR}/${name}" ]; then
+  if [ -f "${PATCHES_DIR}/${name}" ]; then
+    listed+=("${PATCHES_DIR}/${name}")
+  else
     problems+=("patches/series lists ${name}, which does not exist")
-    continue
   fi
-  while IFS= read -r problem; do
-    [ -z "${problem}" ] || problems+=("${problem}")
-  done < <(patch_header_problems "${PATCHES_DIR}/${name}")
 done < <(series_patches)
+while IFS= read -r problem; do
+  [ -z "${problem}" ] || problems+=("${problem}")
+done < <(patch_header_problems "${listed[@]}")
 if [ ${#problems[@]} -gt 0 ]; then
   printf 'verify-patches: %s\n' "${problems[@]}" >&2
   exit 1

@@ -3,6 +3,7 @@
 # Run it after committing or amending a change there (hack/new-patch.sh does it for you).
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/../build/lib.sh"
+need_patchmeta
 
 [ -d "${TREE_DIR}/.git" ] || die "no upstream tree at ${TREE_DIR}; run 'make patch' first"
 [ -z "$(tree_git status --porcelain --untracked-files=no)" ] ||
@@ -11,7 +12,7 @@ set -o errexit -o nounset -o pipefail
 fresh=$(mktemp -d)
 trap 'rm -rf "${fresh}"' EXIT
 format_series patched "${fresh}"
-problems=$(for patch in "${fresh}"/*.patch; do [ -e "${patch}" ] && patch_header_problems "${patch}"; done)
+problems=$(patch_header_problems "${fresh}"/*.patch)
 [ -z "${problems}" ] || die "$(printf 'fix these headers (git commit --amend in %s):\n%s' "${TREE_DIR}" "${problems}")"
 
 rm -f "${PATCHES_DIR}"/*.patch
