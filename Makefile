@@ -5,10 +5,6 @@ SHELL := /usr/bin/env bash
 # Tests run by make fail when what they need is missing; a plain `go test ./...` skips them (test/tier).
 export IDC_REQUIRE_PREREQUISITES := 1
 
-# Binaries the regression suites need from the stock build (the harness) and from each variant.
-HARNESS_COMMANDS := kube-controller-manager kube-scheduler kube-apiserver etcd kubeadm kubelet
-COMPONENT_COMMANDS := kube-controller-manager kube-scheduler
-
 .PHONY: help
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-22s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -22,16 +18,28 @@ patch: source ## Apply patches/series: branch "patched", tag "stock" (build fixe
 	build/patch.sh
 
 .PHONY: build
-build: patch ## Build stock and patched binaries into _output/bin/{stock,patched}
-	build/build.sh stock $(HARNESS_COMMANDS)
-	build/build.sh patched $(COMPONENT_COMMANDS)
+build: patch ## Build the stock harness and the patched components into _output/bin/{stock,patched}/linux-<arch>
+	build/build.sh stock harness
+	build/build.sh patched
+
+.PHONY: binaries
+binaries: patch ## The patched components for every architecture of ARCHS (default "amd64 arm64")
+	build/build.sh --all-archs patched
+
+.PHONY: rootfs
+rootfs: ## The images' base root filesystems, from the Debian packages pinned in images/, for ARCHS
+	build/base-rootfs.sh
 
 .PHONY: images
-images: patch ## Images of the patched components (REGISTRY=..., ARCHS="amd64 arm64") in _output/images
+images: binaries rootfs ## Images of the patched components (REGISTRY=..., ARCHS=...) in _output/images
 	build/images.sh
 
+.PHONY: kubeadm
+kubeadm: patch ## Stock kubeadm, which writes the release's static-pod manifests
+	build/build.sh stock kubeadm
+
 .PHONY: release
-release: patch ## Cut _output/release/<version>: binaries, images, manifests, SBOM, notes, SHA256SUMS
+release: images kubeadm ## Cut _output/release/<version>: binaries, images, manifests, SBOM, notes, SHA256SUMS
 	build/release.sh
 
 .PHONY: verify-patches
@@ -64,6 +72,7 @@ test-regression: build ## Regression suites: stock shows each bug, VARIANT_UNDER
 
 .PHONY: images-amd64
 images-amd64: build ## The release's images for amd64 only, as the tests use them
+	ARCHS=amd64 build/base-rootfs.sh
 	ARCHS=amd64 build/images.sh
 
 .PHONY: test-image
@@ -75,11 +84,11 @@ test-image: images-amd64 ## Load the amd64 images into Docker, run them, check t
 .PHONY: test-e2e
 test-e2e: images-amd64 ## A kubeadm master run by a real kubelet: cpswap onto the release's images and back
 	build/e2e-images.sh
-	go build -trimpath -o _output/bin/e2e/ ./build/cmd/cpswap ./test/e2e/runc-oom-clamp
+	go build -trimpath -o _output/bin/e2e/linux-$$(go env GOARCH)/ ./build/cmd/cpswap ./test/e2e/runc-oom-clamp
 	IMAGE_DIR=$(CURDIR)/_output/images/$$(build/version.sh) go test -count=1 -v -timeout 30m ./test/e2e/
 
 .PHONY: prove-patches
-prove-patches: patch ## Each patch's Regression-Test fails on the series without that patch
+prove-patches: build ## Each patch's Regression-Test fails on the series without that patch
 	build/prove-patches.sh
 
 .PHONY: ha-figures

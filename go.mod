@@ -8,6 +8,7 @@ require (
 	github.com/prometheus/client_model v0.2.0
 	github.com/prometheus/common v0.26.0
 	github.com/prometheus/procfs v0.15.1
+	github.com/spdx/tools-golang v0.5.7
 	github.com/spf13/cobra v1.8.1
 	go.etcd.io/etcd/client/v3 v3.5.17
 	go.uber.org/zap v1.17.0
@@ -21,7 +22,7 @@ require (
 	k8s.io/client-go v0.17.9
 	k8s.io/klog v1.0.0
 	sigs.k8s.io/controller-runtime v0.5.14
-	sigs.k8s.io/yaml v1.2.0
+	sigs.k8s.io/yaml v1.6.0
 )
 
 require (
@@ -30,6 +31,7 @@ require (
 	codeberg.org/go-pdf/fpdf v0.10.0 // indirect
 	git.sr.ht/~sbinet/gg v0.6.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
+	github.com/anchore/go-struct-converter v0.1.0 // indirect
 	github.com/campoy/embedmd v1.0.0 // indirect
 	github.com/coreos/go-semver v0.3.0 // indirect
 	github.com/coreos/go-systemd/v22 v22.3.2 // indirect
@@ -55,6 +57,7 @@ require (
 	go.etcd.io/etcd/client/pkg/v3 v3.5.17 // indirect
 	go.uber.org/atomic v1.7.0 // indirect
 	go.uber.org/multierr v1.6.0 // indirect
+	go.yaml.in/yaml/v2 v2.4.2 // indirect
 	golang.org/x/crypto v0.21.0 // indirect
 	golang.org/x/image v0.25.0 // indirect
 	golang.org/x/net v0.23.0 // indirect

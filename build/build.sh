@@ -1,19 +1,27 @@
 #!/usr/bin/env bash
 # Builds binaries of one variant of the tree: a git ref of the upstream tree (stock, patched,
 # without-NNNN), checked out in its own worktree under _output/work/<variant>.
-#   build/build.sh VARIANT [COMMAND...]     COMMAND: kube-controller-manager kube-scheduler
-#                                           kube-apiserver kubeadm kubelet etcd (default: the first two)
-# Binaries land in _output/bin/<variant>/ (linux/amd64) or _output/bin/<variant>/<os>_<arch>/.
+#   build/build.sh [--all-archs] VARIANT [COMMAND...|harness]
+# COMMAND: kube-controller-manager kube-scheduler kube-apiserver kubeadm kubelet etcd (default:
+# COMPONENTS of lib.sh; "harness": HARNESS_COMMANDS). Binaries land in
+# _output/bin/<variant>/linux-<arch>/ (bin_dir), for the host's architecture, or with --all-archs
+# for each of ARCHS.
 # The same ref and toolchain give byte-identical binaries: -trimpath, no build id, no VCS stamp,
 # build date from the commit (SOURCE_DATE_EPOCH).
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
 
-[ $# -ge 1 ] || die "usage: $0 VARIANT [COMMAND...]"
+archs=${HOST_ARCH}
+if [ "${1:-}" = --all-archs ]; then
+  archs=${ARCHS}
+  shift
+fi
+[ $# -ge 1 ] || die "usage: $0 [--all-archs] VARIANT [COMMAND...|harness]"
 variant=$1
 shift
 commands=("$@")
-[ ${#commands[@]} -gt 0 ] || commands=(kube-controller-manager kube-scheduler)
+[ ${#commands[@]} -gt 0 ] || commands=("${COMPONENTS[@]}")
+[ "${commands[*]}" != harness ] || commands=("${HARNESS_COMMANDS[@]}")
 
 worktree=$(checkout_variant "${variant}")
 commit=$(git -C "${worktree}" rev-parse HEAD)
@@ -36,11 +44,6 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags+=" -X ${pkg}.gitMajor=${major} -X ${pkg}.gitMinor=${minor}"
 done
 
-goos=${GOOS:-linux}
-goarch=${GOARCH:-amd64}
-bin_dir="${OUTPUT_DIR}/bin/${variant}"
-[ "${goos}/${goarch}" = linux/amd64 ] || bin_dir+="/${goos}_${goarch}"
-mkdir -p "${bin_dir}"
 
 packages=()
 for command in "${commands[@]}"; do
@@ -51,10 +54,14 @@ for command in "${commands[@]}"; do
   esac
 done
 
-log "building ${variant} (${version}, ${commit:0:12}) for ${goos}/${goarch}: ${commands[*]}"
-(
-  cd "${worktree}"
-  CGO_ENABLED=0 GOOS=${goos} GOARCH=${goarch} \
-    go build -trimpath -buildvcs=false -ldflags="${ldflags}" -o "${bin_dir}/" "${packages[@]}"
-)
-log "binaries in ${bin_dir}"
+for arch in ${archs}; do
+  out=$(bin_dir "${variant}" "${arch}")
+  mkdir -p "${out}"
+  log "building ${variant} (${version}, ${commit:0:12}) for linux/${arch}: ${commands[*]}"
+  (
+    cd "${worktree}"
+    CGO_ENABLED=0 GOOS=linux GOARCH=${arch} \
+      go build -trimpath -buildvcs=false -ldflags="${ldflags}" -o "${out}/" "${packages[@]}"
+  )
+  log "binaries in ${out}"
+done

@@ -7,8 +7,8 @@ set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
 
 out="${OUTPUT_DIR}/images/e2e"
-stock_bin="${OUTPUT_DIR}/bin/stock"
-e2e_bin="${OUTPUT_DIR}/bin/e2e"
+stock_bin=$(bin_dir stock)
+e2e_bin=$(bin_dir e2e)
 commit=$(tree_git rev-parse "stock^{commit}")
 epoch=$(tree_git log -1 --format=%ct stock)
 
@@ -16,7 +16,7 @@ image_build=$(image_build_tool)
 mkdir -p "${e2e_bin}"
 # The sandbox's process, a static Go stand-in for upstream's build/pause (nothing can be pulled).
 (cd "${REPO_ROOT}" && CGO_ENABLED=0 go build -trimpath -o "${e2e_bin}/pause" ./test/e2e/pause)
-"$(dirname "$0")/base-rootfs.sh" amd64
+[ -d "${OUTPUT_DIR}/images/rootfs/amd64" ] || die "no base rootfs for amd64: run 'make test-e2e' (or build/base-rootfs.sh amd64)"
 
 # name tag binary: the tags kubeadm v1.17.3 and kubelet v1.17.3 name by default
 # (cmd/kubeadm/app/constants: DefaultEtcdVersion, PauseVersion).

@@ -20,6 +20,26 @@ export GOFLAGS="-mod=readonly"
 export GONOSUMDB="" GONOSUMCHECK="" GOINSECURE="" GOPRIVATE=""
 unset GOSUMDB
 
+# The components this fork replaces, in the order everything lists them; the stock harness (the
+# control plane the tests run them against) is built with them. test/harness.Components says the
+# same for the Go tests (build/pipeline checks that they agree).
+COMPONENTS=(kube-controller-manager kube-scheduler)
+HARNESS_COMMANDS=("${COMPONENTS[@]}" kube-apiserver etcd kubeadm kubelet)
+# Where images are tagged and for which architectures; override with REGISTRY=... ARCHS="...".
+REGISTRY=${REGISTRY:-registry.local/idc-lts}
+ARCHS=${ARCHS:-amd64 arm64}
+# The architecture of the machine that runs the tests (and of the tests' binaries).
+case "$(uname -m)" in
+  aarch64|arm64) HOST_ARCH=arm64 ;;
+  *) HOST_ARCH=amd64 ;;
+esac
+
+# Binaries of a variant for one architecture (the host's by default): _output/bin/<variant>/linux-<arch>,
+# the layout of a release's bin/ too.
+bin_dir() {
+  echo "${OUTPUT_DIR}/bin/$1/linux-${2:-${HOST_ARCH}}"
+}
+
 # Identity and dates of every commit the pipeline makes, so commit hashes match on every machine.
 PIPELINE_NAME="idc-lts pipeline"
 PIPELINE_EMAIL="pipeline@idc-lts.invalid"

@@ -4,18 +4,19 @@
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
 
-first="${OUTPUT_DIR}/bin/patched"
+first=$(bin_dir patched)
 second_output="${OUTPUT_DIR}/reproducible"
+second=$(OUTPUT_DIR="${second_output}" bin_dir patched)
 rm -rf "${second_output}"
-"$(dirname "$0")/build.sh" patched kube-controller-manager kube-scheduler
+"$(dirname "$0")/build.sh" patched
 log "second build: other path, empty build cache"
 GOCACHE="${second_output}/gocache" OUTPUT_DIR="${second_output}" TREE_DIR="${TREE_DIR}" \
-  "$(dirname "$0")/build.sh" patched kube-controller-manager kube-scheduler
+  "$(dirname "$0")/build.sh" patched
 
 status=0
-for binary in kube-controller-manager kube-scheduler; do
+for binary in "${COMPONENTS[@]}"; do
   a=$(sha256sum < "${first}/${binary}" | cut -d' ' -f1)
-  b=$(sha256sum < "${second_output}/bin/patched/${binary}" | cut -d' ' -f1)
+  b=$(sha256sum < "${second}/${binary}" | cut -d' ' -f1)
   if [ "${a}" = "${b}" ]; then
     log "${binary}: ${a} (identical)"
   else

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idc-lts/kube-1.17/test/harness"
 	"github.com/idc-lts/kube-1.17/test/tier"
 )
 
@@ -169,56 +170,6 @@ func TestSourceRejectsAHashMismatch(t *testing.T) {
 	}
 }
 
-// TestReleaseNotesListEveryCVEOfTheSeries checks that the release notes' CVE summary names each
-// CVE of every patch's CVE field, and nothing else.
-func TestReleaseNotesListEveryCVEOfTheSeries(t *testing.T) {
-	tree, patches := scratchTree(t)
-	if out, err := runScript(t, tree, patches, "patch.sh"); err != nil {
-		t.Fatalf("the series does not apply: %v\n%s", err, out)
-	}
-	notes, err := runScript(t, tree, patches, "release-notes.sh")
-	if err != nil {
-		t.Fatalf("release-notes.sh: %v\n%s", err, notes)
-	}
-	var summary string
-	for _, line := range strings.Split(notes, "\n") {
-		if strings.HasPrefix(line, "CVEs fixed (") {
-			summary = line
-		}
-	}
-	if summary == "" {
-		t.Fatalf("no 'CVEs fixed' line in the release notes:\n%s", notes)
-	}
-	want := map[string]bool{}
-	files, _ := filepath.Glob(filepath.Join(patches, "*.patch"))
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		header, _, _ := strings.Cut(string(data), "\n---\n")
-		for _, line := range strings.Split(header, "\n") {
-			if value, ok := strings.CutPrefix(line, "CVE: "); ok {
-				for _, cve := range strings.Split(value, ",") {
-					want[strings.TrimSpace(cve)] = true
-				}
-			}
-		}
-	}
-	if len(want) == 0 {
-		t.Fatal("no patch has a CVE field")
-	}
-	listed := strings.Count(summary, "CVE-")
-	for cve := range want {
-		if !strings.Contains(summary, cve+",") && !strings.Contains(summary, cve+".") {
-			t.Errorf("release notes' summary lacks %s: %s", cve, summary)
-		}
-	}
-	if listed != len(want) {
-		t.Errorf("release notes list %d CVEs, the patches %d: %s", listed, len(want), summary)
-	}
-}
-
 // TestVerifyPatchesNamesAPatchLackingAField checks that a header without a required trailer fails
 // verify-patches with the patch's name and the missing field.
 func TestVerifyPatchesNamesAPatchLackingAField(t *testing.T) {
@@ -246,5 +197,23 @@ func TestVerifyPatchesNamesAPatchLackingAField(t *testing.T) {
 	}
 	if want := filepath.Base(patch) + ": header has no Reason: field"; !strings.Contains(out, want) {
 		t.Errorf("the error does not say %q:\n%s", want, out)
+	}
+}
+
+// TestComponentListsAgree keeps the one Go copy of the component list (test/harness.Components)
+// equal to the pipeline's (COMPONENTS in build/lib.sh).
+func TestComponentListsAgree(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), "build", "lib.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shell []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if list, ok := strings.CutPrefix(line, "COMPONENTS=("); ok {
+			shell = strings.Fields(strings.TrimSuffix(list, ")"))
+		}
+	}
+	if strings.Join(shell, " ") != strings.Join(harness.Components, " ") {
+		t.Errorf("build/lib.sh COMPONENTS=%v, test/harness.Components=%v", shell, harness.Components)
 	}
 }

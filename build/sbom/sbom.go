@@ -1,5 +1,6 @@
-// Package sbom writes an SPDX 2.3 JSON document of what the release binaries link: the Go
-// modules recorded in each binary's build information, and the Debian packages of the image base.
+// Package sbom makes the SPDX 2.3 document of what the release binaries link: the Go modules
+// recorded in each binary's build information, and the Debian packages of the image base. The
+// document model, JSON writer and reader are spdx/tools-golang's.
 package sbom
 
 import (
@@ -13,52 +14,10 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/spdx/tools-golang/spdx"
+	"github.com/spdx/tools-golang/spdx/v2/common"
 )
-
-// Document is the subset of SPDX 2.3 this project fills in.
-type Document struct {
-	SPDXVersion       string         `json:"spdxVersion"`
-	DataLicense       string         `json:"dataLicense"`
-	SPDXID            string         `json:"SPDXID"`
-	Name              string         `json:"name"`
-	DocumentNamespace string         `json:"documentNamespace"`
-	CreationInfo      CreationInfo   `json:"creationInfo"`
-	Packages          []Package      `json:"packages"`
-	Relationships     []Relationship `json:"relationships"`
-}
-
-type CreationInfo struct {
-	Created  string   `json:"created"`
-	Creators []string `json:"creators"`
-}
-
-type Package struct {
-	SPDXID           string        `json:"SPDXID"`
-	Name             string        `json:"name"`
-	VersionInfo      string        `json:"versionInfo,omitempty"`
-	DownloadLocation string        `json:"downloadLocation"`
-	FilesAnalyzed    bool          `json:"filesAnalyzed"`
-	Checksums        []Checksum    `json:"checksums,omitempty"`
-	ExternalRefs     []ExternalRef `json:"externalRefs,omitempty"`
-	Comment          string        `json:"comment,omitempty"`
-}
-
-type Checksum struct {
-	Algorithm     string `json:"algorithm"`
-	ChecksumValue string `json:"checksumValue"`
-}
-
-type ExternalRef struct {
-	ReferenceCategory string `json:"referenceCategory"`
-	ReferenceType     string `json:"referenceType"`
-	ReferenceLocator  string `json:"referenceLocator"`
-}
-
-type Relationship struct {
-	Element string `json:"spdxElementId"`
-	Type    string `json:"relationshipType"`
-	Related string `json:"relatedSpdxElement"`
-}
 
 // DebianPackage is one pinned package of the image base.
 type DebianPackage struct {
@@ -67,21 +26,35 @@ type DebianPackage struct {
 
 var unsafeID = regexp.MustCompile(`[^A-Za-z0-9.-]+`)
 
-func spdxID(parts ...string) string {
-	return "SPDXRef-" + unsafeID.ReplaceAllString(strings.Join(parts, "-"), "-")
+// spdxID is an element ID ("SPDXRef-" is added when written).
+func spdxID(parts ...string) common.ElementID {
+	return common.ElementID(unsafeID.ReplaceAllString(strings.Join(parts, "-"), "-"))
+}
+
+func describes(doc *spdx.Document, a, b common.ElementID, relationship string) {
+	doc.Relationships = append(doc.Relationships, &spdx.Relationship{
+		RefA: common.MakeDocElementID("", string(a)), RefB: common.MakeDocElementID("", string(b)), Relationship: relationship,
+	})
+}
+
+func purl(locator string) []*spdx.PackageExternalReference {
+	return []*spdx.PackageExternalReference{{Category: "PACKAGE-MANAGER", RefType: "purl", Locator: locator}}
 }
 
 // Build describes the given binaries (each with its Go modules) and the base packages.
-func Build(release string, created time.Time, binaries []string, debs []DebianPackage) (*Document, error) {
-	doc := &Document{
-		SPDXVersion:       "SPDX-2.3",
-		DataLicense:       "CC0-1.0",
-		SPDXID:            "SPDXRef-DOCUMENT",
-		Name:              "kube-1.17-idc " + release,
+func Build(release string, created time.Time, binaries []string, debs []DebianPackage) (*spdx.Document, error) {
+	doc := &spdx.Document{
+		SPDXVersion:       spdx.Version,
+		DataLicense:       spdx.DataLicense,
+		SPDXIdentifier:    "DOCUMENT",
+		DocumentName:      "kube-1.17-idc " + release,
 		DocumentNamespace: "https://idc-lts.invalid/spdx/kube-1.17/" + release,
-		CreationInfo:      CreationInfo{Created: created.UTC().Format(time.RFC3339), Creators: []string{"Tool: idc-lts build/cmd/sbom"}},
+		CreationInfo: &spdx.CreationInfo{
+			Created:  created.UTC().Format(time.RFC3339),
+			Creators: []common.Creator{{CreatorType: "Tool", Creator: "idc-lts build/cmd/sbom"}},
+		},
 	}
-	modules := map[string]Package{}
+	modules := map[common.ElementID]*spdx.Package{}
 	for _, path := range binaries {
 		info, err := buildinfo.ReadFile(path)
 		if err != nil {
@@ -94,13 +67,13 @@ func Build(release string, created time.Time, binaries []string, debs []DebianPa
 		sum := sha256.Sum256(data)
 		rel := filepath.Base(filepath.Dir(path)) + "/" + filepath.Base(path)
 		binID := spdxID("File", rel)
-		doc.Packages = append(doc.Packages, Package{
-			SPDXID: binID, Name: filepath.Base(path), VersionInfo: release,
-			DownloadLocation: "NOASSERTION",
-			Checksums:        []Checksum{{Algorithm: "SHA256", ChecksumValue: hex.EncodeToString(sum[:])}},
-			Comment:          fmt.Sprintf("%s, built with %s", rel, info.GoVersion),
+		doc.Packages = append(doc.Packages, &spdx.Package{
+			PackageSPDXIdentifier: binID, PackageName: filepath.Base(path), PackageVersion: release,
+			PackageDownloadLocation: "NOASSERTION",
+			PackageChecksums:        []common.Checksum{{Algorithm: common.SHA256, Value: hex.EncodeToString(sum[:])}},
+			PackageComment:          fmt.Sprintf("%s, built with %s", rel, info.GoVersion),
 		})
-		doc.Relationships = append(doc.Relationships, Relationship{"SPDXRef-DOCUMENT", "DESCRIBES", binID})
+		describes(doc, "DOCUMENT", binID, "DESCRIBES")
 		for _, dep := range info.Deps {
 			m, local := dep, false
 			if dep.Replace != nil {
@@ -113,43 +86,42 @@ func Build(release string, created time.Time, binaries []string, debs []DebianPa
 			}
 			id := spdxID("GoModule", m.Path, m.Version)
 			if _, ok := modules[id]; !ok {
-				pkg := Package{
-					SPDXID: id, Name: m.Path, VersionInfo: m.Version,
-					DownloadLocation: "NOASSERTION",
-					ExternalRefs: []ExternalRef{{"PACKAGE-MANAGER", "purl",
-						fmt.Sprintf("pkg:golang/%s@%s", m.Path, m.Version)}},
+				pkg := &spdx.Package{
+					PackageSPDXIdentifier: id, PackageName: m.Path, PackageVersion: m.Version,
+					PackageDownloadLocation:   "NOASSERTION",
+					PackageExternalReferences: purl(fmt.Sprintf("pkg:golang/%s@%s", m.Path, m.Version)),
 				}
 				switch {
 				case local:
-					pkg.Comment = "built from " + dep.Replace.Path + " of the patched source tree"
+					pkg.PackageComment = "built from " + dep.Replace.Path + " of the patched source tree"
 				case m.Sum != "":
-					pkg.Comment = "go.sum " + m.Sum
+					pkg.PackageComment = "go.sum " + m.Sum
 				}
 				if dep.Replace != nil && !local && dep.Replace.Path != dep.Path {
-					pkg.Comment += "; replaces " + dep.Path + " " + dep.Version
+					pkg.PackageComment += "; replaces " + dep.Path + " " + dep.Version
 				}
 				modules[id] = pkg
 			}
-			doc.Relationships = append(doc.Relationships, Relationship{binID, "CONTAINS", id})
+			describes(doc, binID, id, "CONTAINS")
 		}
 	}
-	ids := make([]string, 0, len(modules))
+	ids := make([]common.ElementID, 0, len(modules))
 	for id := range modules {
 		ids = append(ids, id)
 	}
-	sort.Strings(ids)
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	for _, id := range ids {
 		doc.Packages = append(doc.Packages, modules[id])
 	}
 	for _, d := range debs {
 		id := spdxID("DebianPackage", d.Name, d.Arch)
-		doc.Packages = append(doc.Packages, Package{
-			SPDXID: id, Name: d.Name, VersionInfo: d.Version, DownloadLocation: "NOASSERTION",
-			Checksums:    []Checksum{{Algorithm: "SHA256", ChecksumValue: d.SHA256}},
-			ExternalRefs: []ExternalRef{{"PACKAGE-MANAGER", "purl", fmt.Sprintf("pkg:deb/debian/%s@%s?arch=%s", d.Name, d.Version, d.Arch)}},
-			Comment:      "image base layer (images/base-packages.lock)",
+		doc.Packages = append(doc.Packages, &spdx.Package{
+			PackageSPDXIdentifier: id, PackageName: d.Name, PackageVersion: d.Version, PackageDownloadLocation: "NOASSERTION",
+			PackageChecksums:          []common.Checksum{{Algorithm: common.SHA256, Value: d.SHA256}},
+			PackageExternalReferences: purl(fmt.Sprintf("pkg:deb/debian/%s@%s?arch=%s", d.Name, d.Version, d.Arch)),
+			PackageComment:            "image base layer (images/base-packages.lock)",
 		})
-		doc.Relationships = append(doc.Relationships, Relationship{"SPDXRef-DOCUMENT", "DESCRIBES", id})
+		describes(doc, "DOCUMENT", id, "DESCRIBES")
 	}
 	return doc, nil
 }

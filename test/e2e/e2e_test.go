@@ -23,7 +23,7 @@ import (
 )
 
 // components are the two the release replaces, in docs/operations.md's order.
-var components = []string{"kube-controller-manager", "kube-scheduler"}
+var components = harness.Components
 
 // releaseImageDirEnv names the directory of the release's images (build/images.sh's output,
 // _output/images/<version>): the test loads their docker archives and uses the references they

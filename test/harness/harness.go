@@ -51,11 +51,21 @@ func VariantUnderTest() string {
 	return "patched"
 }
 
-// Binary returns the path of a built binary, _output/bin/<variant>/<name>; a missing one fails
-// the test under make and skips it otherwise (tier.Missing), naming the command that builds it.
+// Components are the components this fork replaces, in the order everything lists them
+// (COMPONENTS in build/lib.sh; build/pipeline checks that the two agree).
+var Components = []string{KubeControllerManager, KubeScheduler}
+
+// BinDir is where the pipeline puts a variant's binaries for the machine the tests run on:
+// _output/bin/<variant>/linux-<arch> (bin_dir in build/lib.sh).
+func BinDir(t testing.TB, variant string) string {
+	return filepath.Join(RepoRoot(t), "_output", "bin", variant, "linux-"+runtime.GOARCH)
+}
+
+// Binary returns the path of a built binary in BinDir; a missing one fails the test under make
+// and skips it otherwise (tier.Missing), naming the command that builds it.
 func Binary(t testing.TB, variant, name string) string {
 	t.Helper()
-	path := filepath.Join(RepoRoot(t), "_output", "bin", variant, name)
+	path := filepath.Join(BinDir(t, variant), name)
 	if info, err := os.Stat(path); err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
 		tier.Missing(t, fmt.Sprintf("run 'make build' (or build/build.sh %s %s)", variant, name), "no binary %s", path)
 	}

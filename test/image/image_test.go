@@ -64,7 +64,7 @@ func TestImagesPrintTheReleaseVersion(t *testing.T) {
 	if version == "" {
 		tier.Missing(t, "run 'make test-image'", "RELEASE_VERSION is not set")
 	}
-	for _, component := range []string{"kube-controller-manager", "kube-scheduler"} {
+	for _, component := range harness.Components {
 		image := load(t, component)
 		if !strings.HasSuffix(image, ":"+version) {
 			t.Errorf("%s is tagged %s, want tag %s", component, image, version)

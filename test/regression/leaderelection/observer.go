@@ -1,7 +1,6 @@
 // Package leaderelection is the regression suite for leader election on Endpoints (patch
 // "leaderelection: default to the leases lock"): the churn it caused, and the migration between
-// stock (endpointsleases) and patched (leases) instances without two leaders; and for the warm
-// standby (patch "controller-manager: a standby watches ... before it leads").
+// stock (endpointsleases) and patched (leases) instances without two leaders.
 package leaderelection
 
 import (

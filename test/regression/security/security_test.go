@@ -57,7 +57,7 @@ func TestStockLinksVulnerableDependencies(t *testing.T) {
 // serves /healthz over HTTP/2 on its secure port with them.
 func TestPatchedLinksFixedDependencies(t *testing.T) {
 	variant := harness.VariantUnderTest()
-	for _, component := range []string{"kube-controller-manager", "kube-scheduler"} {
+	for _, component := range harness.Components {
 		versions := linked(t, harness.Binary(t, variant, component))
 		for module, fixed := range fixedIn {
 			t.Logf("%s %s links %s %s", variant, component, module, versions[module])
