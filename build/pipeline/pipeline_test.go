@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -14,16 +13,11 @@ import (
 	"github.com/idc-lts/kube-1.17/test/tier"
 )
 
-func repoRoot(t *testing.T) string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-}
-
 // scratchTree clones the upstream tree (make source) and copies patches/, so that a test can
 // break them without touching the real ones.
 func scratchTree(t *testing.T) (tree, patches string) {
 	t.Helper()
-	root := repoRoot(t)
+	root := harness.RepoRoot(t)
 	source := filepath.Join(root, "_output", "src", "kubernetes")
 	if _, err := os.Stat(filepath.Join(source, ".git")); err != nil {
 		tier.Missing(t, "run 'make source'", "no upstream tree at %s", source)
@@ -42,7 +36,7 @@ func scratchTree(t *testing.T) (tree, patches string) {
 
 func runScript(t *testing.T, tree, patches, script string, args ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(repoRoot(t), "build", script), args...)
+	cmd := exec.Command(filepath.Join(harness.RepoRoot(t), "build", script), args...)
 	cmd.Env = append(os.Environ(), "TREE_DIR="+tree, "PATCHES_DIR="+patches, "SERIES_FILE="+filepath.Join(patches, "series"))
 	out, err := cmd.CombinedOutput()
 	return string(out), err
@@ -150,7 +144,7 @@ func TestVerifyPatchesRejectsBadSeries(t *testing.T) {
 }
 
 func TestSourceRejectsAHashMismatch(t *testing.T) {
-	root := repoRoot(t)
+	root := harness.RepoRoot(t)
 	pins, err := os.ReadFile(filepath.Join(root, "build", "upstream.sum"))
 	if err != nil {
 		t.Fatal(err)
@@ -203,7 +197,7 @@ func TestVerifyPatchesNamesAPatchLackingAField(t *testing.T) {
 // TestComponentListsAgree keeps the one Go copy of the component list (test/harness.Components)
 // equal to the pipeline's (COMPONENTS in build/lib.sh).
 func TestComponentListsAgree(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(repoRoot(t), "build", "lib.sh"))
+	data, err := os.ReadFile(filepath.Join(harness.RepoRoot(t), "build", "lib.sh"))
 	if err != nil {
 		t.Fatal(err)
 	}

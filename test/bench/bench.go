@@ -138,8 +138,6 @@ func CreateServices(b testing.TB, client kubernetes.Interface, n int) []fixture.
 	return all
 }
 
-var endpointQueue = map[string]string{"name": "endpoint"}
-
 const (
 	lockNamespace = "kube-system"
 	lockName      = "kube-controller-manager"
@@ -305,9 +303,9 @@ func (r *run) countLeaderElectionWrites() func() int {
 // queue reads the endpoint controller's workqueue_adds_total and workqueue_depth. They read
 // as zero until the controller starts, which waits for leadership.
 func (r *run) queue() (adds, depth float64) {
-	adds, err := r.kcm.Metric("workqueue_adds_total", endpointQueue)
+	adds, err := r.kcm.Metric("workqueue_adds_total", harness.EndpointQueue)
 	if err == nil {
-		depth, err = r.kcm.Metric("workqueue_depth", endpointQueue)
+		depth, err = r.kcm.Metric("workqueue_depth", harness.EndpointQueue)
 	}
 	if errors.Is(err, harness.ErrNoMetric) {
 		return 0, 0

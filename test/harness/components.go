@@ -90,6 +90,10 @@ func (c *Component) WaitHealthy(t testing.TB, timeout time.Duration) {
 	}
 }
 
+// EndpointQueue selects the endpoint controller's workqueue metrics (workqueue_depth,
+// workqueue_adds_total, ...).
+var EndpointQueue = map[string]string{"name": "endpoint"}
+
 // Metric scrapes one metric from the component's /metrics (see Metric).
 func (c *Component) Metric(name string, labels map[string]string) (float64, error) {
 	return Metric(c.BaseURL+"/metrics", name, labels)

@@ -34,8 +34,6 @@ func services(t *testing.T) int {
 	return 200
 }
 
-var endpointQueue = map[string]string{"name": "endpoint"}
-
 // cluster is a control plane with the fixture Services and a running endpoints controller whose
 // Endpoints are all in place and whose queue is empty.
 type cluster struct {
@@ -100,7 +98,7 @@ func (c *cluster) waitQueueIdle(t *testing.T, timeout time.Duration) {
 	t.Helper()
 	idleSince := time.Time{}
 	err := wait.PollImmediate(250*time.Millisecond, timeout, func() (bool, error) {
-		depth, err := c.kcm.Metric("workqueue_depth", endpointQueue)
+		depth, err := c.kcm.Metric("workqueue_depth", harness.EndpointQueue)
 		if err != nil {
 			return false, err
 		}
@@ -132,7 +130,7 @@ func (c *cluster) writesDuringResyncs(t *testing.T, resyncs int, timeout time.Du
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	baseline, err := c.kcm.Metric("workqueue_adds_total", endpointQueue)
+	baseline, err := c.kcm.Metric("workqueue_adds_total", harness.EndpointQueue)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,8 +158,8 @@ func (c *cluster) writesDuringResyncs(t *testing.T, resyncs int, timeout time.Du
 				}
 				continue
 			}
-			adds, err1 := c.kcm.Metric("workqueue_adds_total", endpointQueue)
-			depth, err2 := c.kcm.Metric("workqueue_depth", endpointQueue)
+			adds, err1 := c.kcm.Metric("workqueue_adds_total", harness.EndpointQueue)
+			depth, err2 := c.kcm.Metric("workqueue_depth", harness.EndpointQueue)
 			if err1 != nil || err2 != nil {
 				t.Fatalf("scraping the endpoint queue: %v %v", err1, err2)
 			}
