@@ -9,7 +9,10 @@ mapfile -t packages < <(changed_packages stock patched)
 if [ ${#packages[@]} -gt 0 ]; then
   log "upstream tests of the ${#packages[@]} packages the series touches"
   printf '  %s\n' "${packages[@]}" >&2
-  (cd "${worktree}" && go test -count=1 "${packages[@]}")
+  # Some upstream tests leave directories in TMPDIR (pkg/volume/rbd): give them one to lose.
+  scratch=$(mktemp -d)
+  trap 'rm -rf "${scratch}"' EXIT
+  (cd "${worktree}" && TMPDIR="${scratch}" go test -count=1 "${packages[@]}")
 else
   log "no non-build patch touches Go code yet"
 fi
