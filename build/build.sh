@@ -44,7 +44,6 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags+=" -X ${pkg}.gitMajor=${major} -X ${pkg}.gitMinor=${minor}"
 done
 
-
 packages=()
 for command in "${commands[@]}"; do
   case "${command}" in

@@ -50,9 +50,11 @@ for component in "${COMPONENTS[@]}"; do
 done
 
 epoch=$(tree_git log -1 --format=%ct patched)
-(cd "${REPO_ROOT}" && go run ./build/cmd/sbom -release "${RELEASE_VERSION}" -epoch "${epoch}" \
-  -lock images/base-packages.lock "${binaries[@]}") > "${partial}/sbom.spdx.json"
-(cd "${REPO_ROOT}" && go run ./build/cmd/sbom -check "${partial}/sbom.spdx.json" "${binaries[@]}") >&2
+sbom="${OUTPUT_DIR}/tools/sbom"
+(cd "${REPO_ROOT}" && go build -trimpath -o "${sbom}" ./build/cmd/sbom)
+"${sbom}" -release "${RELEASE_VERSION}" -epoch "${epoch}" -lock "${REPO_ROOT}/images/base-packages.lock" \
+  "${binaries[@]}" > "${partial}/sbom.spdx.json"
+"${sbom}" -check "${partial}/sbom.spdx.json" "${binaries[@]}" >&2
 "${PATCHMETA}" notes -series "${SERIES_FILE}" -version "${RELEASE_VERSION}" -upstream "${UPSTREAM_VERSION}" \
   -go "${GO_TOOLCHAIN}" -commit "$(tree_git rev-parse "patched^{commit}")" > "${partial}/RELEASE_NOTES.md"
 sums=$(cd "${partial}" && find . -type f | LC_ALL=C sort | sed 's|^\./||' | xargs sha256sum)

@@ -36,12 +36,12 @@ var (
 
 // Fields are the trailers, in the order the template lists them.
 var Fields = []Field{
-	{Name: "Upstream-PR", Required: true, Repeat: true, Form: "kubernetes/kubernetes#NNNNN",
+	{Name: "Upstream-PR", Required: true, Repeat: true, Form: "kubernetes/kubernetes#NNNNN, or none",
 		Pattern: regexp.MustCompile(`^(none|kubernetes/[a-z-]+#[0-9]+)$`),
-		Doc:     "the upstream pull request the patch ports or none"},
-	{Name: "Upstream-Release", Required: true, Form: "vX.Y.Z", Pattern: regexp.MustCompile(`^` + release + `$`),
+		Doc:     "the upstream pull request the patch ports, or none"},
+	{Name: "Upstream-Release", Required: true, Form: "vX.Y.Z, or none", Pattern: regexp.MustCompile(`^` + release + `$`),
 		Doc: "the first upstream release that shipped the fix (in the 1.17 line when it was picked there), or none"},
-	{Name: "Drop-When", Required: true, Form: "vX.Y.Z", Pattern: regexp.MustCompile(`^` + release + `$`),
+	{Name: "Drop-When", Required: true, Form: "vX.Y.Z, or none", Pattern: regexp.MustCompile(`^` + release + `$`),
 		Doc: "the first upstream release whose own code makes the whole patch unnecessary (a rebase onto it drops the patch), or none"},
 	{Name: "Category", Required: true, Form: strings.Join(Categories, " | "),
 		Pattern: regexp.MustCompile(`^(` + strings.Join(Categories, "|") + `)$`),
@@ -241,7 +241,7 @@ func (p *Patch) Problems(pipelineAuthor string) []string {
 		}
 		for _, v := range values {
 			if f.Pattern != nil && !f.Pattern.MatchString(v) {
-				add("%s: %q is not of the form %s (remarks go in the body)", f.Name, v, strings.TrimSpace(f.Form+orNone(f)))
+				add("%s: %q is not of the form %s (remarks go in the body)", f.Name, v, f.Form)
 			}
 		}
 	}
@@ -262,13 +262,6 @@ func (p *Patch) Problems(pipelineAuthor string) []string {
 		add("From: %s is the pipeline; a patch that ports %s keeps its upstream author (the pipeline stays the committer)", p.Author, ported[0])
 	}
 	return problems
-}
-
-func orNone(f Field) string {
-	if f.Pattern != nil && strings.Contains(f.Pattern.String(), "none|") {
-		return ", or none"
-	}
-	return ""
 }
 
 func fieldNames() []string {
@@ -316,7 +309,7 @@ A backport keeps the upstream author: hack/new-patch.sh --author "Name <email>" 
 	}
 	b.WriteString("\n")
 	for _, f := range Fields {
-		fmt.Fprintf(&b, "%s: %s%s\n", f.Name, f.Form, orNone(f))
+		fmt.Fprintf(&b, "%s: %s\n", f.Name, f.Form)
 	}
 	return b.String()
 }

@@ -23,6 +23,10 @@ const (
 	KubeScheduler         = "kube-scheduler"
 )
 
+// Components are the components this fork replaces, in the order everything lists them
+// (COMPONENTS in build/lib.sh; build/pipeline checks that the two agree).
+var Components = []string{KubeControllerManager, KubeScheduler}
+
 // ComponentOptions say what StartComponent runs; every field has a default.
 type ComponentOptions struct {
 	// Component is KubeControllerManager (the default) or KubeScheduler.

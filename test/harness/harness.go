@@ -51,10 +51,6 @@ func VariantUnderTest() string {
 	return "patched"
 }
 
-// Components are the components this fork replaces, in the order everything lists them
-// (COMPONENTS in build/lib.sh; build/pipeline checks that the two agree).
-var Components = []string{KubeControllerManager, KubeScheduler}
-
 // BinDir is where the pipeline puts a variant's binaries for the machine the tests run on:
 // _output/bin/<variant>/linux-<arch> (bin_dir in build/lib.sh).
 func BinDir(t testing.TB, variant string) string {

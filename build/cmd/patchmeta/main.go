@@ -52,7 +52,10 @@ func check(args []string) error {
 	for _, path := range flags.Args() {
 		p, err := patchmeta.Parse(path)
 		if err != nil {
-			return err
+			// Reported like any other problem: the scripts read problems from stdout.
+			fmt.Printf("%s: cannot be read as a patch: %v\n", filepath.Base(path), err)
+			problems++
+			continue
 		}
 		for _, problem := range p.Problems(*author) {
 			fmt.Println(problem)
