@@ -42,6 +42,10 @@ kubeadm: patch ## Stock kubeadm, which writes the release's static-pod manifests
 release: images kubeadm ## Cut _output/release/<version>: binaries, images, manifests, SBOM, notes, SHA256SUMS
 	build/release.sh
 
+.PHONY: publish
+publish: ## Push the release to REGISTRY by digest, SBOM attached, signed with SIGNING_KEY if given, tags last
+	build/publish.sh
+
 .PHONY: verify-patches
 verify-patches: source ## Check the series: listed once, headers, applies, regenerates byte for byte
 	build/verify-patches.sh

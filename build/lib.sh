@@ -28,6 +28,8 @@ HARNESS_COMMANDS=("${COMPONENTS[@]}" kube-apiserver etcd kubeadm kubelet)
 # Where images are tagged and for which architectures; override with REGISTRY=... ARCHS="...".
 REGISTRY=${REGISTRY:-registry.local/idc-lts}
 ARCHS=${ARCHS:-amd64 arm64}
+# Where make release cuts the release and make publish reads it; the last element is the version.
+RELEASE_DIR=${RELEASE_DIR:-${OUTPUT_DIR}/release/${RELEASE_VERSION}}
 # The architecture of the machine that runs the tests (and of the tests' binaries).
 case "$(uname -m)" in
   aarch64|arm64) HOST_ARCH=arm64 ;;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Cuts a release into _output/release/<version>/: binaries (linux amd64 and arm64), images (OCI
-# layout, OCI tar, docker-archives), kubeadm static-pod manifests pointing at the images, an SPDX
-# SBOM, RELEASE_NOTES.md from the patch headers, and SHA256SUMS of all of it. The directory
+# Cuts a release into RELEASE_DIR (default _output/release/<version>/): binaries (linux amd64 and arm64), images (OCI
+# layout, OCI tar, docker-archives), kubeadm static-pod manifests naming the images by tag and
+# digest, an SPDX SBOM, RELEASE_NOTES.md from the patch headers, and SHA256SUMS of all of it. The directory
 # appears only when everything is in it. It takes the images, binaries and stock kubeadm that
 # earlier stages made (make release runs them).
 #   REGISTRY=registry.example.com/k8s build/release.sh
@@ -9,7 +9,8 @@ set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
 need_patchmeta
 
-release="${OUTPUT_DIR}/release/${RELEASE_VERSION}"
+release="${RELEASE_DIR}"
+[ "$(basename "${release}")" = "${RELEASE_VERSION}" ] || die "RELEASE_DIR must end in the version, ${RELEASE_VERSION}: ${release}"
 partial="${release}.partial"
 images="${OUTPUT_DIR}/images/${RELEASE_VERSION}"
 kubeadm="$(bin_dir stock)/kubeadm"
@@ -45,8 +46,14 @@ imageRepository: ${REGISTRY}
 EOT
 "${kubeadm}" init phase control-plane all --config /kubeadm.yaml --rootfs "${kubeadm_root}" >/dev/null 2>&1 ||
   die "kubeadm could not write the control-plane manifests"
+# Pinned by digest: a tag can be moved by anyone with push rights, the index digest cannot.
 for component in "${COMPONENTS[@]}"; do
-  cp "${kubeadm_root}/etc/kubernetes/manifests/${component}.yaml" "${partial}/manifests/"
+  tagged="${REGISTRY}/${component}:${RELEASE_VERSION}"
+  pinned="${tagged}@$(cat "${images}/${component}.digest")"
+  written="${kubeadm_root}/etc/kubernetes/manifests/${component}.yaml"
+  grep -qxF "    image: ${tagged}" "${written}" || die "kubeadm's ${component}.yaml does not name ${tagged}"
+  sed "s|^    image: ${tagged}\$|    image: ${pinned}|" "${written}" > "${partial}/manifests/${component}.yaml"
+  grep -qxF "    image: ${pinned}" "${partial}/manifests/${component}.yaml" || die "could not pin ${component}.yaml to ${pinned}"
 done
 
 epoch=$(tree_git log -1 --format=%ct patched)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 )
@@ -23,7 +24,10 @@ import (
 //  3. the leader Lease is renewed after the change, and not by the identity that held it before
 //     when that was this host's old instance (it renews until the kubelet stops it). A renewal by
 //     another master's instance means this one stands by; the summary says which;
-//  4. for Soak, the same process keeps running and keeps answering 200 (a crash loop fails here).
+//  4. when the image is pinned by digest (ImageDigest), the kubelet reports that image for the
+//     container in the mirror pod's status (its image ID, docker-pullable://REPO@DIGEST, is the
+//     digest the runtime pulled), so a node that runs something else under that name fails;
+//  5. for Soak, the same process keeps running and keeps answering 200 (a crash loop fails here).
 //
 // Every request is bounded by the context: an apiserver that accepts and never answers cannot
 // hold the apply past its timeout.
@@ -39,6 +43,14 @@ type ComponentVerifier struct {
 	LeaseNamespace string
 	LeaseName      string
 	Hostname       string // this master's name, the prefix of its instances' Lease identities
+	// ImageDigest, if set, is the digest the container must run ("sha256:..."), checked in the
+	// mirror pod PodNamespace/PodName (the static pod's name, "-", the node's name) read
+	// through Pods, a REST client for the core group.
+	ImageDigest   string
+	Pods          rest.Interface
+	PodNamespace  string
+	PodName       string
+	ContainerName string
 	Interval       time.Duration
 	Soak           time.Duration
 	// RequestTimeout bounds each request (default 5 s).
@@ -181,6 +193,9 @@ func (v *ComponentVerifier) proveAndSoak(ctx context.Context, proc Process) (str
 			lease, err = v.leaseState(ctx)
 		}
 		if err == nil {
+			err = v.imageState(ctx)
+		}
+		if err == nil {
 			break
 		}
 		if ctx.Err() == nil {
@@ -209,7 +224,37 @@ func (v *ComponentVerifier) proveAndSoak(ctx context.Context, proc Process) (str
 			return "", fmt.Errorf("during the %v soak: %v", v.Soak, err)
 		}
 	}
-	return fmt.Sprintf("new %s pid %d healthy for %v; %s", v.Comm, proc.PID, v.Soak, lease), nil
+	summary := fmt.Sprintf("new %s pid %d healthy for %v; %s", v.Comm, proc.PID, v.Soak, lease)
+	if v.ImageDigest != "" {
+		summary += fmt.Sprintf("; the kubelet runs %s", v.ImageDigest)
+	}
+	return summary, nil
+}
+
+// imageState checks that the mirror pod reports the pinned digest for the container, running.
+func (v *ComponentVerifier) imageState(parent context.Context) error {
+	if v.ImageDigest == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(parent, v.requestTimeout())
+	defer cancel()
+	pod := &corev1.Pod{}
+	if err := v.Pods.Get().Namespace(v.PodNamespace).Resource("pods").Name(v.PodName).Context(ctx).Do().Into(pod); err != nil {
+		return fmt.Errorf("mirror pod %s/%s: %v", v.PodNamespace, v.PodName, err)
+	}
+	for _, st := range pod.Status.ContainerStatuses {
+		if st.Name != v.ContainerName {
+			continue
+		}
+		switch {
+		case st.State.Running == nil:
+			return fmt.Errorf("mirror pod %s/%s: container %s is not running", v.PodNamespace, v.PodName, st.Name)
+		case !strings.HasSuffix(st.ImageID, "@"+v.ImageDigest):
+			return fmt.Errorf("mirror pod %s/%s: container %s runs image ID %q, not the pinned %s", v.PodNamespace, v.PodName, st.Name, st.ImageID, v.ImageDigest)
+		}
+		return nil
+	}
+	return fmt.Errorf("mirror pod %s/%s has no status of container %s yet", v.PodNamespace, v.PodName, v.ContainerName)
 }
 
 // HealthURL derives the component's health URL from the container's liveness probe, as the

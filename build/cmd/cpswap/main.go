@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/idc-lts/kube-1.17/build/cpswap"
+	"github.com/idc-lts/kube-1.17/build/registry"
 )
 
 // usageError marks errors of the command line (exit 2, usage printed).
@@ -84,6 +85,8 @@ func (t *target) bind(cmd *cobra.Command) {
 type changeFlags struct {
 	image, profile string
 	flags          []string
+	verifyKey      string
+	registry       registry.Options
 }
 
 func (c *changeFlags) bind(cmd *cobra.Command, t *target) {
@@ -91,6 +94,25 @@ func (c *changeFlags) bind(cmd *cobra.Command, t *target) {
 	cmd.Flags().StringVar(&c.profile, "profile", "", "named flag profiles, comma-separated: "+strings.Join(cpswap.ProfileNames(), ", "))
 	cmd.Flags().StringArrayVar(&c.flags, "flag", nil, "set a component flag, --flag=--name=value (repeatable)")
 	cmd.Flags().StringVar(&t.container, "container", "", "container to change (default: the only one)")
+	cmd.Flags().StringVar(&c.verifyKey, "verify-key", "", "cosign public key: refuse an --image (pinned by digest) whose signature in its registry does not verify with it")
+	cmd.Flags().StringVar(&c.registry.CAFile, "registry-ca-file", "", "PEM file of the CA of the image's registry, for --verify-key (credentials: DOCKER_CONFIG or ~/.docker/config.json)")
+	cmd.Flags().BoolVar(&c.registry.PlainHTTP, "registry-plain-http", false, "allow plain HTTP to the image's registry, for --verify-key")
+}
+
+// verifySignature checks the planned image's signature when --verify-key asks for it.
+func (c *changeFlags) verifySignature(ctx context.Context, e *cpswap.Edited) error {
+	if c.verifyKey == "" {
+		return nil
+	}
+	if c.image == "" {
+		return &cpswap.Failure{Code: cpswap.ExitUsage, Err: errors.New("--verify-key checks the image of --image: give --image")}
+	}
+	verified, err := cpswap.VerifySignature(ctx, e.Image, c.verifyKey, c.registry)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("signature: %s\n", verified)
+	return nil
 }
 
 func (c *changeFlags) change(cmd *cobra.Command, t *target) (cpswap.Change, error) {
@@ -151,7 +173,7 @@ func newPlan() *cobra.Command {
 				return err
 			}
 			printPlan(e, t.manifest)
-			return nil
+			return c.verifySignature(interruptible(), e)
 		},
 	}
 	t.bind(cmd)
@@ -162,7 +184,7 @@ func newPlan() *cobra.Command {
 func newApply() *cobra.Command {
 	var t target
 	var c changeFlags
-	var kubeconfig, healthURL, lease, process, hostname string
+	var kubeconfig, healthURL, lease, process, hostname, nodeName string
 	var timeout, soak time.Duration
 	var checkCmdline bool
 	cmd := &cobra.Command{
@@ -191,13 +213,16 @@ A change that leaves the manifest as it is writes nothing and exits 0.`,
 				return err
 			}
 			printPlan(e, t.manifest)
+			ctx := interruptible()
+			if err := c.verifySignature(ctx, e); err != nil {
+				return err
+			}
 			// Apply plans again under the manifest's lock; a verifier that cannot be built only
 			// matters if that plan changes something (then it refuses, with this reason).
-			verifier, err := newVerifier(e, kubeconfig, healthURL, lease, process, hostname, soak, checkCmdline)
+			verifier, err := newVerifier(e, kubeconfig, healthURL, lease, process, hostname, nodeName, soak, checkCmdline)
 			if err != nil {
 				verifier = cannotVerify{err}
 			}
-			ctx := interruptible()
 			applied, err := s.Apply(ctx, t.manifest, change, verifier)
 			if err != nil {
 				return err
@@ -217,13 +242,14 @@ A change that leaves the manifest as it is writes nothing and exits 0.`,
 	cmd.Flags().StringVar(&lease, "lease", "", "leader Lease namespace/name (default: kube-system/<component>)")
 	cmd.Flags().StringVar(&process, "process", "", "process name of the component (default: the component)")
 	cmd.Flags().StringVar(&hostname, "hostname", "", "this master's name as its Lease identities start (default: the host name)")
+	cmd.Flags().StringVar(&nodeName, "node-name", "", "this master's Node name, for the mirror pod whose image ID is checked when --image pins a digest (default: the host name, lower case)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Minute, "how long to wait for the component to verify before rolling back")
 	cmd.Flags().DurationVar(&soak, "soak", 30*time.Second, "how long the new process must stay up and healthy")
 	cmd.Flags().BoolVar(&checkCmdline, "check-cmdline", true, "count only a process whose command line ends with the new manifest's flags")
 	return cmd
 }
 
-func newVerifier(e *cpswap.Edited, kubeconfig, healthURL, lease, process, hostname string, soak time.Duration, checkCmdline bool) (cpswap.Verifier, error) {
+func newVerifier(e *cpswap.Edited, kubeconfig, healthURL, lease, process, hostname, nodeName string, soak time.Duration, checkCmdline bool) (cpswap.Verifier, error) {
 	bad := func(format string, args ...interface{}) error {
 		return &cpswap.Failure{Code: cpswap.ExitRefused, Err: fmt.Errorf(format, args...)}
 	}
@@ -264,11 +290,26 @@ func newVerifier(e *cpswap.Edited, kubeconfig, healthURL, lease, process, hostna
 	if checkCmdline {
 		args = cpswap.ComponentArgs(e)
 	}
-	return &cpswap.ComponentVerifier{
+	v := &cpswap.ComponentVerifier{
 		Procs: procs, Comm: process, Args: args, HealthURL: healthURL,
 		Leases: client.CoordinationV1().RESTClient(), LeaseNamespace: namespace, LeaseName: name,
 		Hostname: hostname, Interval: time.Second, Soak: soak,
-	}, nil
+	}
+	if e.Image.Digest != "" {
+		if nodeName == "" {
+			nodeName = strings.ToLower(hostname)
+		}
+		pod, err := cpswap.Parse(e.After)
+		if err != nil {
+			return nil, bad("%v", err)
+		}
+		v.ImageDigest, v.Pods, v.ContainerName = e.Image.Digest, client.CoreV1().RESTClient(), e.Container
+		v.PodNamespace, v.PodName = pod.Namespace, pod.Name+"-"+nodeName
+		if v.PodNamespace == "" {
+			v.PodNamespace = "kube-system"
+		}
+	}
+	return v, nil
 }
 
 // cannotVerify refuses any change: verification could not be set up.
