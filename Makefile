@@ -85,6 +85,10 @@ test-image: images-amd64 ## Load the amd64 images into Docker, run them, check t
 	IMAGE_DIR=$(CURDIR)/_output/images/$$(build/version.sh) RELEASE_VERSION=$$(build/version.sh) \
 	  go test -count=1 -v -timeout 10m ./test/image/
 
+.PHONY: test-publish
+test-publish: images-amd64 kubeadm ## A real registry (TLS, auth): make publish, pull back, cosign verify, cpswap --verify-key, bad inputs
+	go test -count=1 -v -timeout 15m ./test/publish/
+
 .PHONY: test-e2e
 test-e2e: images-amd64 ## A kubeadm master run by a real kubelet: cpswap onto the release's images and back
 	build/e2e-images.sh
@@ -104,7 +108,7 @@ bench: build ## Resync, leader failover and watch fan-out at N=13,000, stock vs 
 	build/bench.sh
 
 .PHONY: test
-test: lint verify-patches verify-monitoring test-unit test-regression test-image test-e2e prove-patches ## Everything CI runs
+test: lint verify-patches verify-monitoring test-unit test-regression test-image test-publish test-e2e prove-patches ## Everything CI runs
 	@echo "make test: all checks passed"
 
 .PHONY: clean

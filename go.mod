@@ -14,6 +14,7 @@ require (
 	github.com/spf13/cobra v1.8.1
 	go.etcd.io/etcd/client/v3 v3.5.17
 	go.uber.org/zap v1.17.0
+	golang.org/x/crypto v0.21.0
 	golang.org/x/mod v0.42.0
 	golang.org/x/sys v0.30.0
 	gonum.org/v1/plot v0.16.0
@@ -70,7 +71,6 @@ require (
 	go.uber.org/atomic v1.7.0 // indirect
 	go.uber.org/multierr v1.6.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.2 // indirect
-	golang.org/x/crypto v0.21.0 // indirect
 	golang.org/x/image v0.25.0 // indirect
 	golang.org/x/net v0.23.0 // indirect
 	golang.org/x/oauth2 v0.11.0 // indirect

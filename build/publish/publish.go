@@ -135,7 +135,7 @@ func Push(c *registry.Client, o Options) ([]Pushed, error) {
 		p := Pushed{Component: comp.name, Index: comp.digest, Reference: fmt.Sprintf("%s@%s", comp.tag, comp.digest)}
 		logf("%s: pushing %s by digest", comp.name, comp.repo.Digest(comp.digest.String()))
 		if err := remote.WriteIndex(comp.repo.Digest(comp.digest.String()), comp.index, c.Remote()...); err != nil {
-			return pushed, fmt.Errorf("%s: pushing %s: %v", comp.name, comp.repo, err)
+			return pushed, fmt.Errorf("%s: pushing %s: %v", comp.name, comp.repo, registry.Explain(err))
 		}
 		if err := readBack(c, comp); err != nil {
 			return pushed, fmt.Errorf("%s: %v", comp.name, err)
@@ -244,11 +244,11 @@ func checkTag(c *registry.Client, comp *component, force bool) error {
 	case registry.NotFound(err):
 		return nil
 	case err != nil:
-		return fmt.Errorf("reading the tag %s: %v", comp.tag, err)
+		return fmt.Errorf("reading the tag %s: %v", comp.tag, registry.Explain(err))
 	}
 	comp.tagWas = &desc.Digest
 	if desc.Digest != comp.digest && !force {
-		return fmt.Errorf("the tag %s already points to %s, not this release's %s: refusing to move it (force to move it)", comp.tag, desc.Digest, comp.digest)
+		return fmt.Errorf("the tag %s already points to %s, not this release's %s: refusing to move it (FORCE=1 moves it)", comp.tag, desc.Digest, comp.digest)
 	}
 	return nil
 }
@@ -261,14 +261,14 @@ func checkSBOMTag(c *registry.Client, comp *component, sbom v1.Image, force bool
 	case registry.NotFound(err):
 		return nil
 	case err != nil:
-		return fmt.Errorf("reading the SBOM tag %s: %v", tag, err)
+		return fmt.Errorf("reading the SBOM tag %s: %v", tag, registry.Explain(err))
 	}
 	want, err := sbom.Digest()
 	if err != nil {
 		return err
 	}
 	if desc.Digest != want && !force {
-		return fmt.Errorf("the SBOM tag %s already holds another SBOM (%s, not %s): refusing to replace it (force to replace it)", tag, desc.Digest, want)
+		return fmt.Errorf("the SBOM tag %s already holds another SBOM (%s, not %s): refusing to replace it (FORCE=1 replaces it)", tag, desc.Digest, want)
 	}
 	return nil
 }

@@ -109,6 +109,20 @@ func (c *Client) Uploaded() Uploads {
 	}
 }
 
+// Explain makes a registry's refusal of the credentials say so in words (go-containerregistry
+// reports a HEAD's 401 as a bare status code) and passes other errors through.
+func Explain(err error) error {
+	var te *transport.Error
+	if errors.As(err, &te) && te.StatusCode == http.StatusUnauthorized {
+		host := ""
+		if te.Request != nil {
+			host = te.Request.URL.Host
+		}
+		return fmt.Errorf("%s refused the credentials (401 Unauthorized; they come from DOCKER_CONFIG or ~/.docker/config.json, as docker login writes them): %w", host, err)
+	}
+	return err
+}
+
 // NotFound says whether err is the registry's "no such manifest or blob".
 func NotFound(err error) bool {
 	var te *transport.Error

@@ -38,6 +38,10 @@ type Registry struct {
 	// DockerConfig is a directory holding a config.json with the registry's credentials (for
 	// DOCKER_CONFIG).
 	DockerConfig string
+	// CertFile and KeyFile are its serving certificate (for 127.0.0.1) and key.
+	CertFile, KeyFile string
+
+	authHosts []string // the addresses the Docker configs log in to: Host, then AddAuthHost's
 
 	t       testing.TB
 	dir     string
@@ -71,7 +75,8 @@ func StartRegistry(t testing.TB) *Registry {
 		DockerConfig: filepath.Join(dir, "docker"),
 		t:            t, dir: dir, logDir: LogDir(t),
 	}
-	cert, key := r.writeCA(t)
+	r.authHosts = []string{r.Host}
+	r.writeCA(t)
 	hash, err := bcrypt.GenerateFromPassword([]byte(r.Password), bcrypt.DefaultCost)
 	if err != nil {
 		t.Fatal(err)
@@ -96,11 +101,17 @@ auth:
   htpasswd:
     realm: idc-lts-test
     path: %s
-`, filepath.Join(dir, "storage"), r.Host, cert, key, filepath.Join(dir, "htpasswd")))
+`, filepath.Join(dir, "storage"), r.Host, r.CertFile, r.KeyFile, filepath.Join(dir, "htpasswd")))
 	r.WriteDockerConfig(t, r.DockerConfig, r.Password)
 	r.start(binary)
 	t.Cleanup(r.Stop)
 	return r
+}
+
+// AddAuthHost makes DockerConfig log in to host too (a proxy in front of the registry).
+func (r *Registry) AddAuthHost(t testing.TB, host string) {
+	r.authHosts = append(r.authHosts, host)
+	r.WriteDockerConfig(t, r.DockerConfig, r.Password)
 }
 
 // WriteDockerConfig writes a Docker config.json into dir that logs in to the registry with
@@ -110,9 +121,11 @@ func (r *Registry) WriteDockerConfig(t testing.TB, dir, password string) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	config, err := json.Marshal(map[string]interface{}{"auths": map[string]interface{}{
-		r.Host: map[string]string{"auth": base64.StdEncoding.EncodeToString([]byte(r.User + ":" + password))},
-	}})
+	auths := map[string]interface{}{}
+	for _, host := range r.authHosts {
+		auths[host] = map[string]string{"auth": base64.StdEncoding.EncodeToString([]byte(r.User + ":" + password))}
+	}
+	config, err := json.Marshal(map[string]interface{}{"auths": auths})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,9 +197,8 @@ func (r *Registry) Tags(repository string) []string {
 	return tags
 }
 
-// writeCA writes a CA and a certificate for 127.0.0.1 signed by it; it returns the paths of the
-// certificate and key.
-func (r *Registry) writeCA(t testing.TB) (string, string) {
+// writeCA writes a CA (CAFile) and a certificate for 127.0.0.1 signed by it (CertFile, KeyFile).
+func (r *Registry) writeCA(t testing.TB) {
 	t.Helper()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -225,10 +237,9 @@ func (r *Registry) writeCA(t testing.TB) (string, string) {
 		t.Fatal(err)
 	}
 	write(t, r.CAFile, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})))
-	certFile, keyFile := filepath.Join(r.dir, "registry.pem"), filepath.Join(r.dir, "registry-key.pem")
-	write(t, certFile, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
-	write(t, keyFile, string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})))
-	return certFile, keyFile
+	r.CertFile, r.KeyFile = filepath.Join(r.dir, "registry.pem"), filepath.Join(r.dir, "registry-key.pem")
+	write(t, r.CertFile, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
+	write(t, r.KeyFile, string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})))
 }
 
 func write(t testing.TB, path, content string) {
