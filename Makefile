@@ -90,10 +90,10 @@ test-publish: images-amd64 kubeadm ## A real registry (TLS, auth): make publish,
 	go test -count=1 -v -timeout 15m ./test/publish/
 
 .PHONY: test-e2e
-test-e2e: images-amd64 ## A kubeadm master run by a real kubelet: cpswap onto the release's images and back
+test-e2e: images-amd64 kubeadm ## A kubeadm master run by a real kubelet: the release published to a registry, cpswap onto it by digest and back
 	build/e2e-images.sh
 	go build -trimpath -o _output/bin/e2e/linux-$$(go env GOARCH)/ ./build/cmd/cpswap ./test/e2e/runc-oom-clamp
-	IMAGE_DIR=$(CURDIR)/_output/images/$$(build/version.sh) go test -count=1 -v -timeout 30m ./test/e2e/
+	go test -count=1 -v -timeout 30m ./test/e2e/
 
 .PHONY: prove-patches
 prove-patches: build ## Each patch's Regression-Test fails on the series without that patch

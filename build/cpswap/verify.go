@@ -51,8 +51,8 @@ type ComponentVerifier struct {
 	PodNamespace  string
 	PodName       string
 	ContainerName string
-	Interval       time.Duration
-	Soak           time.Duration
+	Interval      time.Duration
+	Soak          time.Duration
 	// RequestTimeout bounds each request (default 5 s).
 	RequestTimeout time.Duration
 

@@ -83,12 +83,12 @@ func (c *Client) NameOptions() []name.Option {
 
 // Repository parses a repository reference ("host[:port]/path/component").
 func (c *Client) Repository(repo string) (name.Repository, error) {
+	if !strings.Contains(repo, "/") {
+		return name.Repository{}, fmt.Errorf("repository %q names no registry host", repo)
+	}
 	r, err := name.NewRepository(repo, c.NameOptions()...)
 	if err != nil {
 		return name.Repository{}, fmt.Errorf("repository %q: %v", repo, err)
-	}
-	if !strings.Contains(repo, "/") {
-		return name.Repository{}, fmt.Errorf("repository %q names no registry host", repo)
 	}
 	return r, nil
 }

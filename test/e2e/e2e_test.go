@@ -25,27 +25,29 @@ import (
 // components are the two the release replaces, in docs/operations.md's order.
 var components = harness.Components
 
-// releaseImageDirEnv names the directory of the release's images (build/images.sh's output,
-// _output/images/<version>): the test loads their docker archives and uses the references they
-// are tagged with, as an operator would after `docker load`.
-const releaseImageDirEnv = "IMAGE_DIR"
-
 // TestKubeadmMaster is the operator's procedure on one kubeadm master run by a real kubelet.
 func TestKubeadmMaster(t *testing.T) {
 	if os.Geteuid() != 0 {
 		tier.Missing(t, "run it as root", "it runs a kubelet and a dockerd")
 	}
-	imageDir := os.Getenv(releaseImageDirEnv)
-	if imageDir == "" {
-		tier.Missing(t, "run 'make test-e2e'", "%s does not name the release's image directory", releaseImageDirEnv)
+	// The operator's path: the release is cut for their registry, published and signed there, and
+	// the kubelet pulls it by digest (the README's make release, make publish, cpswap apply).
+	registry := harness.StartRegistry(t)
+	t.Setenv("DOCKER_CONFIG", registry.DockerConfig) // cpswap --verify-key logs in as root's ~/.docker would
+	tmp := t.TempDir()
+	signingKey, verifyKey := harness.CosignKeyPair(t, filepath.Join(tmp, "keys"), "e2e-key-password")
+	release := harness.CutRelease(t, registry.Host+"/idc-lts", tmp)
+	if out, err := harness.Publish(t, registry, []string{"REGISTRY=" + registry.Host + "/idc-lts", "RELEASE_DIR=" + release, "SIGNING_KEY=" + signingKey},
+		[]string{"COSIGN_PASSWORD=e2e-key-password"}); err != nil {
+		t.Fatalf("setup: make publish: %v\n%s", err, out)
 	}
-	releaseImages := map[string]string{}
+	releaseImages := map[string]string{} // REGISTRY/component:version@digest, as the release's manifests name them
 	for _, c := range components {
-		ref, err := harness.ArchiveReference(filepath.Join(imageDir, c+"-amd64.docker.tar"))
+		digest, err := os.ReadFile(filepath.Join(release, "images", c+".digest"))
 		if err != nil {
-			t.Fatalf("setup: %v", err)
+			t.Fatal(err)
 		}
-		releaseImages[c] = ref
+		releaseImages[c] = fmt.Sprintf("%s/idc-lts/%s:%s@%s", registry.Host, c, filepath.Base(release), strings.TrimSpace(string(digest)))
 	}
 	m := newMaster(t)
 	m.cleanLeftovers(t)
@@ -68,10 +70,8 @@ func TestKubeadmMaster(t *testing.T) {
 		for _, name := range []string{"pause", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
 			archives = append(archives, filepath.Join(fixtures, name+"-amd64.docker.tar"))
 		}
-		for _, c := range components {
-			archives = append(archives, filepath.Join(imageDir, c+"-amd64.docker.tar"))
-		}
 		m.loadImages(t, archives...)
+		m.trustRegistry(t, registry)
 		m.startKubelet(t)
 		return nil
 	})
@@ -119,14 +119,16 @@ func TestKubeadmMaster(t *testing.T) {
 		}
 	}
 	// docs/operations.md's command, with the master's paths under the test's root.
-	apply := func(ctx context.Context, c, image, timeout string) (int, string) {
-		return runLogged(ctx, m.logDir, "cpswap-apply-"+c, cpswap, "apply", "--manifest", manifest(c), "--image", image,
-			"--profile", "leases", "--backup-dir", backupDir, "--kubeconfig", m.path("etc/kubernetes/admin.conf"), "--timeout", timeout)
+	apply := func(ctx context.Context, c, image, timeout string, extra ...string) (int, string) {
+		return runLogged(ctx, m.logDir, "cpswap-apply-"+c, cpswap, append([]string{"apply", "--manifest", manifest(c), "--image", image,
+			"--profile", "leases", "--backup-dir", backupDir, "--kubeconfig", m.path("etc/kubernetes/admin.conf"), "--timeout", timeout,
+			"--node-name", nodeName}, extra...)...)
 	}
 
-	s.run("apply with an image the master does not have: cpswap rolls back by itself, stock runs and leads again", 4*time.Minute, func(ctx context.Context) error {
+	s.run("apply with a digest the registry does not have: cpswap rolls back by itself, stock runs and leads again", 4*time.Minute, func(ctx context.Context) error {
 		c := "kube-controller-manager"
-		missing := releaseImages[c] + "-not-loaded"
+		// The kube-scheduler's index under the kube-controller-manager's name: no such manifest.
+		missing := strings.SplitN(releaseImages[c], "@", 2)[0] + "@" + strings.SplitN(releaseImages["kube-scheduler"], "@", 2)[1]
 		code, out := apply(ctx, c, missing, "60s")
 		if code != 3 {
 			return fmt.Errorf("cpswap exit code %d, want 3 (changed, then rolled back):\n%s", code, out)
@@ -144,17 +146,22 @@ func TestKubeadmMaster(t *testing.T) {
 	for _, c := range components {
 		c := c
 		image := releaseImages[c]
-		s.run("cpswap plan, apply --profile leases "+c+": our image runs, its Lease is renewed by the new instance, Endpoints writes stop", 5*time.Minute, func(ctx context.Context) error {
+		s.run("cpswap plan, apply --profile leases --verify-key "+c+" by digest: the signature verifies, the kubelet pulls and runs that digest, its Lease is renewed by the new instance, Endpoints writes stop", 5*time.Minute, func(ctx context.Context) error {
 			before, err := leaseLock(ctx, client, c)
 			if err != nil {
 				return err
 			}
 			// docs/operations.md, upgrade step 2: the plan first, then the apply.
-			if code, out := runLogged(ctx, m.logDir, "cpswap-plan-"+c, cpswap, "plan", "--manifest", manifest(c), "--image", image, "--profile", "leases"); code != 0 {
+			verify := []string{"--verify-key", verifyKey, "--registry-ca-file", registry.CAFile}
+			if code, out := runLogged(ctx, m.logDir, "cpswap-plan-"+c, cpswap, append([]string{"plan", "--manifest", manifest(c), "--image", image, "--profile", "leases"}, verify...)...); code != 0 {
 				return fmt.Errorf("cpswap plan: exit code %d, want 0:\n%s", code, out)
 			}
-			if code, out := apply(ctx, c, image, "3m"); code != 0 {
+			code, out := apply(ctx, c, image, "3m", verify...)
+			if code != 0 {
 				return fmt.Errorf("cpswap exit code %d, want 0:\n%s", code, out)
+			}
+			if !strings.Contains(out, "the kubelet runs "+strings.SplitN(image, "@", 2)[1]) {
+				return fmt.Errorf("cpswap did not check the digest the kubelet runs:\n%s", out)
 			}
 			if err := waitMirrorPod(ctx, client, c, image); err != nil {
 				return err
@@ -242,13 +249,10 @@ func containerStates(pod *corev1.Pod) string {
 	return strings.Join(states, "; ")
 }
 
-// runsImage checks that the container the kubelet runs for component is the image loaded under
-// that reference (the image ID the kubelet reports is the loaded image's config digest).
+// runsImage checks that the container the kubelet runs for component is the image pulled by that
+// digest (the image ID the kubelet reports is docker-pullable://REPOSITORY@DIGEST).
 func (m *master) runsImage(ctx context.Context, client kubernetes.Interface, component, image string) error {
-	want, err := m.imageID(image)
-	if err != nil {
-		return err
-	}
+	want := "@" + strings.SplitN(image, "@", 2)[1]
 	pod, err := client.CoreV1().Pods("kube-system").Get(component+"-"+nodeName, metav1.GetOptions{})
 	if err != nil {
 		return err

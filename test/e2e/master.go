@@ -137,10 +137,68 @@ func (m *master) loadImages(t *testing.T, archives ...string) {
 	}
 }
 
-// imageID returns the ID (config digest) of a loaded image.
-func (m *master) imageID(ref string) (string, error) {
-	out, err := m.docker("image", "inspect", "--format", "{{.Id}}", ref)
-	return strings.TrimSpace(out), err
+// certsDir is where a dockerd run by root reads a registry's CA (certs.d/HOST:PORT/ca.crt),
+// whatever its --config-file says; the test's entries carry certsMarker so that a killed run's
+// are found and removed.
+const (
+	certsDir    = "/etc/docker/certs.d"
+	certsMarker = "idc-lts-e2e"
+)
+
+// trustRegistry lets the master pull from the registry as an operator's master would: its CA in
+// the container runtime's certs.d, its credentials in the kubelet's config.json (the first
+// place kubelet v1.17 looks, --root-dir/config.json), which the kubelet hands to dockershim.
+func (m *master) trustRegistry(t *testing.T, r *harness.Registry) {
+	ca, err := os.ReadFile(r.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !exists(certsDir) {
+		if err := os.MkdirAll(certsDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(certsDir, "."+certsMarker+"-created"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := filepath.Join(certsDir, r.Host)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string][]byte{"ca.crt": ca, certsMarker: nil} {
+		if err := os.WriteFile(filepath.Join(dir, name), content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	config, err := os.ReadFile(filepath.Join(r.DockerConfig, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(m.path("var/lib/kubelet"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(m.path("var/lib/kubelet/config.json"), config, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// untrustRegistries removes the certs.d entries this test (or a killed run of it) made, and
+// certs.d itself if the test created it and nothing else is in it.
+func untrustRegistries() error {
+	markers, _ := filepath.Glob(filepath.Join(certsDir, "*", certsMarker))
+	for _, marker := range markers {
+		if err := os.RemoveAll(filepath.Dir(marker)); err != nil {
+			return err
+		}
+	}
+	created := filepath.Join(certsDir, "."+certsMarker+"-created")
+	if exists(created) {
+		if err := os.Remove(created); err != nil {
+			return err
+		}
+		_ = os.Remove(certsDir) // fails, and stays, if something else is in it
+	}
+	return nil
 }
 
 // startKubelet runs kubelet v1.17.3 as kubeadm's systemd drop-in would (kubeconfig, static pod
@@ -308,6 +366,9 @@ func (m *master) teardown(t *testing.T) {
 	}
 	if err := m.restoreHostState(t.Logf); err != nil {
 		note("%v", err)
+	}
+	if err := untrustRegistries(); err != nil {
+		note("removing the registry's CA from %s: %v", certsDir, err)
 	}
 	for _, dir := range []string{m.root, runDir} {
 		if err := os.RemoveAll(dir); err != nil {

@@ -77,6 +77,27 @@ func TestPublish(t *testing.T) {
 		e.reg.Restart()
 		e.noTags(t)
 	})
+	t.Run("release cut for another registry", func(t *testing.T) {
+		out := e.failPublish(t, "REGISTRY="+e.host+"/elsewhere")
+		mustContain(t, out, "the release was cut for another registry")
+		e.noTags(t)
+	})
+	t.Run("release changed after it was cut", func(t *testing.T) {
+		sbom := filepath.Join(e.release, "sbom.spdx.json")
+		original, err := os.ReadFile(sbom)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(sbom, append(append([]byte{}, original...), '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := e.failPublish(t)
+		if err := os.WriteFile(sbom, original, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mustContain(t, out, "sbom.spdx.json does not match SHA256SUMS")
+		e.noTags(t)
+	})
 	t.Run("wrong signing key password", func(t *testing.T) {
 		out := e.failPublish(t, "COSIGN_PASSWORD=wrong")
 		mustContain(t, out, "cannot decrypt it")
@@ -174,44 +195,15 @@ func setup(t *testing.T) *env {
 	if e.skopeo, err = exec.LookPath("skopeo"); err != nil {
 		tier.Missing(t, "run hack/install-tools.sh (Debian's skopeo)", "no skopeo on PATH")
 	}
-	gopath, err := exec.Command("go", "env", "GOPATH").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.cosign = filepath.Join(strings.TrimSpace(string(gopath)), "bin", "cosign")
-	if _, err := os.Stat(e.cosign); err != nil {
-		tier.Missing(t, "run hack/install-tools.sh (cosign through the Go module proxy)", "no %s", e.cosign)
-	}
-	version, err := exec.Command(filepath.Join(repo, "build", "version.sh")).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.version = strings.TrimSpace(string(version))
-	if _, err := os.Stat(filepath.Join(repo, "_output", "images", e.version)); err != nil {
-		tier.Missing(t, "run 'make test-publish'", "no images of %s in _output/images", e.version)
-	}
-
+	e.cosign = harness.Cosign(t)
+	e.version = harness.ReleaseVersion(t)
 	e.reg = harness.StartRegistry(t)
 	e.proxy = startKillingProxy(t, e.reg)
 	e.host = e.proxy.host
 	for _, name := range []string{"release", "other"} {
-		dir := filepath.Join(e.tmp, name)
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(e.cosign, "generate-key-pair")
-		cmd.Dir, cmd.Env = dir, append(os.Environ(), "COSIGN_PASSWORD="+e.password)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("cosign generate-key-pair: %v\n%s", err, out)
-		}
+		harness.CosignKeyPair(t, filepath.Join(e.tmp, name), e.password)
 	}
-	// The release as the operator cuts it for their registry (amd64, as the tests build it).
-	e.release = filepath.Join(e.tmp, "release", e.version)
-	cmd := exec.Command(filepath.Join(repo, "build", "release.sh"))
-	cmd.Env = append(os.Environ(), "ARCHS=amd64", "REGISTRY="+e.host+"/"+repoPath, "RELEASE_DIR="+e.release)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build/release.sh: %v\n%s", err, out)
-	}
+	e.release = harness.CutRelease(t, e.host+"/"+repoPath, filepath.Join(e.tmp, "release"))
 	return e
 }
 
@@ -238,21 +230,16 @@ func (e *env) failPublish(t *testing.T, vars ...string) string {
 }
 
 func (e *env) makePublish(vars ...string) (string, error) {
-	args := []string{"-s", "-C", e.repo, "publish",
-		"REGISTRY=" + e.host + "/" + repoPath, "RELEASE_DIR=" + e.release,
-		"REGISTRY_CA_FILE=" + e.reg.CAFile, "SIGNING_KEY=" + e.key("release", "key")}
-	env := append(os.Environ(), "DOCKER_CONFIG="+e.reg.DockerConfig, "COSIGN_PASSWORD="+e.password)
+	makeVars := []string{"REGISTRY=" + e.host + "/" + repoPath, "RELEASE_DIR=" + e.release, "SIGNING_KEY=" + e.key("release", "key")}
+	env := []string{"COSIGN_PASSWORD=" + e.password}
 	for _, v := range vars {
 		if strings.HasPrefix(v, "DOCKER_CONFIG=") || strings.HasPrefix(v, "COSIGN_PASSWORD=") {
 			env = append(env, v)
 		} else {
-			args = append(args, v)
+			makeVars = append(makeVars, v)
 		}
 	}
-	cmd := exec.Command("make", args...)
-	cmd.Env = env
-	out, err := cmd.CombinedOutput()
-	return string(out), err
+	return harness.Publish(e.t, e.reg, makeVars, env)
 }
 
 func (e *env) key(pair, ext string) string { return filepath.Join(e.tmp, pair, "cosign."+ext) }

@@ -1,0 +1,79 @@
+package harness
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/idc-lts/kube-1.17/test/tier"
+)
+
+// Cosign is the path of cosign's CLI, installed by hack/install-tools.sh into GOPATH/bin.
+func Cosign(t testing.TB) string {
+	t.Helper()
+	gopath, err := exec.Command("go", "env", "GOPATH").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cosign := filepath.Join(strings.TrimSpace(string(gopath)), "bin", "cosign")
+	if _, err := os.Stat(cosign); err != nil {
+		tier.Missing(t, "run hack/install-tools.sh (cosign through the Go module proxy)", "no %s", cosign)
+	}
+	return cosign
+}
+
+// CosignKeyPair makes a cosign key pair in dir with cosign's CLI, encrypted with password; it
+// returns the private and public key's paths.
+func CosignKeyPair(t testing.TB, dir, password string) (string, string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(Cosign(t), "generate-key-pair")
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), "COSIGN_PASSWORD="+password)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("cosign generate-key-pair: %v\n%s", err, out)
+	}
+	return filepath.Join(dir, "cosign.key"), filepath.Join(dir, "cosign.pub")
+}
+
+// ReleaseVersion is the version build/version.sh gives.
+func ReleaseVersion(t testing.TB) string {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(RepoRoot(t), "build", "version.sh")).Output()
+	if err != nil {
+		t.Fatalf("build/version.sh: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// CutRelease cuts the release for registry (host[:port]/path) into dir/<version> as the
+// operator does (make release REGISTRY=...), for amd64 as the tests build it, and returns its
+// directory. It needs make images-amd64 and make kubeadm.
+func CutRelease(t testing.TB, registry, dir string) string {
+	t.Helper()
+	version := ReleaseVersion(t)
+	if _, err := os.Stat(filepath.Join(RepoRoot(t), "_output", "images", version)); err != nil {
+		tier.Missing(t, "run 'make images-amd64 kubeadm'", "no images of %s in _output/images", version)
+	}
+	release := filepath.Join(dir, version)
+	cmd := exec.Command(filepath.Join(RepoRoot(t), "build", "release.sh"))
+	cmd.Env = append(os.Environ(), "ARCHS=amd64", "REGISTRY="+registry, "RELEASE_DIR="+release)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build/release.sh: %v\n%s", err, out)
+	}
+	return release
+}
+
+// Publish runs make publish as the README tells the operator to, with the registry's CA and
+// credentials and the given make variables and environment (NAME=value each); it returns the
+// output and the error.
+func Publish(t testing.TB, r *Registry, vars, env []string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("make", append([]string{"-s", "-C", RepoRoot(t), "publish", "REGISTRY_CA_FILE=" + r.CAFile}, vars...)...)
+	cmd.Env = append(append(os.Environ(), "DOCKER_CONFIG="+r.DockerConfig), env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
