@@ -86,7 +86,7 @@ test-image: images-amd64 ## Load the amd64 images into Docker, run them, check t
 	  go test -count=1 -v -timeout 10m ./test/image/
 
 .PHONY: test-publish
-test-publish: images-amd64 kubeadm ## A real registry (TLS, auth): make publish, pull back, cosign verify, cpswap --verify-key, bad inputs
+test-publish: build ## A real registry (TLS, auth): make publish, pull back, cosign verify, cpswap --verify-key, bad inputs
 	go test -count=1 -v -timeout 15m ./test/publish/
 
 .PHONY: test-e2e

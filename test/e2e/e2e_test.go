@@ -226,12 +226,25 @@ func waitMirrorPod(ctx context.Context, client kubernetes.Interface, component, 
 			return false, fmt.Errorf("mirror pod %s is %s: %s", name, pod.Status.Phase, containerStates(pod))
 		}
 		for _, st := range pod.Status.ContainerStatuses {
-			if st.Image != image || !st.Ready {
+			if st.Image != statusImage(image) || !st.Ready {
 				return false, fmt.Errorf("mirror pod %s: %s", name, containerStates(pod))
 			}
 		}
 		return len(pod.Status.ContainerStatuses) == 1, nil
 	})
+}
+
+// statusImage is how the kubelet reports a container's image: Docker names an image pulled by
+// REPOSITORY:TAG@DIGEST as REPOSITORY@DIGEST.
+func statusImage(image string) string {
+	named, digest, pinned := strings.Cut(image, "@")
+	if !pinned {
+		return image
+	}
+	if slash, colon := strings.LastIndex(named, "/"), strings.LastIndex(named, ":"); colon > slash {
+		named = named[:colon]
+	}
+	return named + "@" + digest
 }
 
 func containerStates(pod *corev1.Pod) string {

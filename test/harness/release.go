@@ -49,20 +49,15 @@ func ReleaseVersion(t testing.TB) string {
 	return strings.TrimSpace(string(out))
 }
 
-// CutRelease cuts the release for registry (host[:port]/path) into dir/<version> as the
-// operator does (make release REGISTRY=...), for amd64 as the tests build it, and returns its
-// directory. It needs make images-amd64 and make kubeadm.
+// CutRelease cuts the release for registry (host[:port]/path) into dir/<version> with the
+// README's command, make release REGISTRY=..., for amd64 as the tests build it (ARCHS=amd64),
+// and returns its directory.
 func CutRelease(t testing.TB, registry, dir string) string {
 	t.Helper()
-	version := ReleaseVersion(t)
-	if _, err := os.Stat(filepath.Join(RepoRoot(t), "_output", "images", version)); err != nil {
-		tier.Missing(t, "run 'make images-amd64 kubeadm'", "no images of %s in _output/images", version)
-	}
-	release := filepath.Join(dir, version)
-	cmd := exec.Command(filepath.Join(RepoRoot(t), "build", "release.sh"))
-	cmd.Env = append(os.Environ(), "ARCHS=amd64", "REGISTRY="+registry, "RELEASE_DIR="+release)
+	release := filepath.Join(dir, ReleaseVersion(t))
+	cmd := exec.Command("make", "-s", "-C", RepoRoot(t), "release", "ARCHS=amd64", "REGISTRY="+registry, "RELEASE_DIR="+release)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build/release.sh: %v\n%s", err, out)
+		t.Fatalf("make release: %v\n%s", err, out)
 	}
 	return release
 }
