@@ -58,15 +58,18 @@ func (r *run) measureFailover(standby *harness.Component, slot int, opts Options
 	d := r.watchDeletions(slot, opts)
 	putsBefore := r.apiserverRequests()["PUT endpoints"]
 
-	killedAt := time.Now()
-	r.kcm.Kill()
-	d.start()
+	leader := r.kcm
 	r.kcm = standby
+	// A stock standby starts no controller before it leads, and its queue counts from zero; one
+	// whose endpoint controller stands by (patch 0018) has queued every Service already.
+	baseline, _ := r.queue()
+	killedAt := time.Now()
+	leader.Kill()
+	d.start()
 
 	var res FailoverResult
 	var acquiredAt time.Time
-	// The standby's queue counts from zero: it started no controller before leading.
-	drainedAt, err := r.waitPass(d, 0, func() (bool, error) {
+	drainedAt, err := r.waitPass(d, baseline, func() (bool, error) {
 		if acquiredAt.IsZero() {
 			acquiredAt = r.kcm.FirstLogTime(acquiredLine)
 		}
@@ -79,7 +82,8 @@ func (r *run) measureFailover(standby *harness.Component, slot int, opts Options
 	res.StartupPassSeconds = drainedAt.Sub(acquiredAt).Seconds()
 	res.WindowSeconds = time.Since(killedAt).Seconds()
 	res.TakeoverSeconds = acquiredAt.Sub(killedAt).Seconds()
-	if ready := r.kcm.FirstLogTime(cachesSyncedLine); !ready.IsZero() {
+	// A standby endpoint controller (patch 0018) logs it while it waits, and again when it leads.
+	if ready := r.kcm.FirstLogTimeAfter(cachesSyncedLine, killedAt); !ready.IsZero() {
 		res.ReadySeconds = ready.Sub(killedAt).Seconds()
 	}
 	res.StartupWrites, res.DeletionLatencies = d.finish()

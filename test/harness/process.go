@@ -122,25 +122,49 @@ func (p *Process) Tail(n int) string {
 
 // FirstLogLine returns the first log line that contains substr, or "".
 func (p *Process) FirstLogLine(substr string) string {
-	f, err := os.Open(p.LogPath)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	scanner := bufio.NewScanner(f)
-	scanner.Buffer(make([]byte, 1024*1024), 1024*1024)
-	for scanner.Scan() {
-		if strings.Contains(scanner.Text(), substr) {
-			return scanner.Text()
-		}
-	}
-	return ""
+	line, _ := p.firstLogLine(substr, time.Time{})
+	return line
 }
 
 // FirstLogTime is when the process first logged a line containing substr, read from the klog
 // header ("I1123 10:00:00.123456", local time, no year), or the zero time if it has not.
 func (p *Process) FirstLogTime(substr string) time.Time {
-	line := p.FirstLogLine(substr)
+	return p.FirstLogTimeAfter(substr, time.Time{})
+}
+
+// FirstLogTimeAfter is FirstLogTime for the lines logged after after: a process that logs the
+// same line before and after an event (a cache sync while standing by, and again when it leads).
+func (p *Process) FirstLogTimeAfter(substr string, after time.Time) time.Time {
+	_, at := p.firstLogLine(substr, after)
+	return at
+}
+
+// firstLogLine returns the first line containing substr whose klog time is after after, and
+// that time. With a zero after, a line without a readable time counts too.
+func (p *Process) firstLogLine(substr string, after time.Time) (string, time.Time) {
+	f, err := os.Open(p.LogPath)
+	if err != nil {
+		return "", time.Time{}
+	}
+	defer f.Close()
+	scanner := bufio.NewScanner(f)
+	scanner.Buffer(make([]byte, 1024*1024), 1024*1024)
+	for scanner.Scan() {
+		line := scanner.Text()
+		if !strings.Contains(line, substr) {
+			continue
+		}
+		at := klogTime(line)
+		if after.IsZero() || at.After(after) {
+			return line, at
+		}
+	}
+	return "", time.Time{}
+}
+
+// klogTime reads the time of a klog line ("I1123 10:00:00.123456 ...", local time, no year), or
+// returns the zero time.
+func klogTime(line string) time.Time {
 	if len(line) < 21 {
 		return time.Time{}
 	}

@@ -4,7 +4,8 @@
 // order that list returned them, so the Endpoints of pods deleted while nobody led are fixed
 // somewhere in a pass over all Services (at 13,000 Services, seconds after the takeover); the
 // build under test, which kept watching while it waited, fixes them first, in the order the pods
-// went.
+// went. TestLeaderBuildsItsControllersOnUnstartedInformers guards how it stands by: with its own
+// informers, not the shared ones the leader's other controllers expect to start after them.
 package failover
 
 import (
@@ -33,12 +34,15 @@ const (
 	syncedLine     = "Caches are synced for endpoint"
 )
 
-// kcmArgs: one worker, so that the order of the new leader's writes is the order of its queue;
-// a short lease, so that the takeover comes 5-8 s after the kill, after the deletions.
-var kcmArgs = []string{
-	"--controllers=endpoint", "--leader-elect=true", "--concurrent-endpoint-syncs=1",
-	"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s",
+// leaderElectionArgs: a short lease, so that the takeover comes 5-8 s after the kill, after the
+// deletions.
+var leaderElectionArgs = []string{
+	"--leader-elect=true", "--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s",
 }
+
+// kcmArgs: the endpoint controller with one worker, so that the order of the new leader's writes
+// is the order of its queue.
+var kcmArgs = append([]string{"--controllers=endpoint", "--concurrent-endpoint-syncs=1"}, leaderElectionArgs...)
 
 // TestStockNewLeaderFixesEndpointsInListOrder shows the bug: stock's new leader fixes the
 // Endpoints of pods deleted while nobody led in the order its list of Services returned them.
@@ -56,6 +60,44 @@ func TestPatchedNewLeaderFixesStaleEndpointsFirst(t *testing.T) {
 	deleted, fixed := failover(t, variant)
 	if !reflect.DeepEqual(fixed, deleted) {
 		t.Errorf("%s: the new leader fixed the Endpoints of %v in the order %v, want the order their pods were deleted in", variant, deleted, fixed)
+	}
+}
+
+// TestLeaderBuildsItsControllersOnUnstartedInformers guards how patch 0018 stands by: the
+// informers its endpoint controller keeps while the process waits for the lock must not be the
+// ones the leader builds its other controllers on. 1.17 controllers expect those to start after
+// they are built: the attach-detach, DaemonSet and node lifecycle controllers add pod indexes,
+// which a started informer holding pods refuses (attach-detach alone says so in its log).
+func TestLeaderBuildsItsControllersOnUnstartedInformers(t *testing.T) {
+	variant := harness.VariantUnderTest()
+	cp := harness.StartControlPlane(t)
+	fixture.CreateServices(t, cp.Client, namespace, 0, 5, fixture.SingleSubset)
+	logDir := harness.LogDir(t)
+	holder := harness.StartComponent(t, cp, harness.ComponentOptions{Variant: "stock", Name: "lock-holder", LogDir: logDir, Args: kcmArgs})
+	waitLog(t, holder, acquiredLine, 60*time.Second)
+	// Every controller kube-controller-manager runs by default.
+	kcm := harness.StartComponent(t, cp, harness.ComponentOptions{Variant: variant, LogDir: logDir, Args: leaderElectionArgs})
+	// Let a standing-by endpoint controller list the pods before this instance leads.
+	time.Sleep(3 * time.Second)
+	holder.Kill()
+	waitLog(t, kcm, acquiredLine, 60*time.Second)
+	// Its controllers are built and their informers started once attach-detach has synced.
+	built := wait.PollImmediate(100*time.Millisecond, 60*time.Second, func() (bool, error) {
+		if exited, err := kcm.Exited(); exited {
+			return false, fmt.Errorf("the new leader exited (%v)", err)
+		}
+		return kcm.CountLogLines("Caches are synced for attach detach") > 0, nil
+	})
+	for line, why := range map[string]string{
+		"adding indexer got": "built the attach-detach controller on a started pod informer",
+		"Observed a panic":   "called a controller's handler before its constructor was done",
+	} {
+		if found := kcm.FirstLogLine(line); found != "" {
+			t.Errorf("%s: the new leader %s: %s", variant, why, found)
+		}
+	}
+	if built != nil {
+		t.Fatalf("%s: the new leader's attach-detach controller did not sync within 60 s: %v", variant, built)
 	}
 }
 
