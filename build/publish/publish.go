@@ -6,7 +6,9 @@
 // (SHA256SUMS, the digests, the manifests' registry, tags that would move); content goes by
 // digest first, is read back and compared with the release's images/*.digest; tags are written
 // only when every component's content, SBOM and signatures are in, so a push that fails halfway
-// leaves no tag pointing at an incomplete index.
+// leaves no tag pointing at an incomplete index. Every index goes before any SBOM or signature,
+// whose tags (cosign's sha256-HEX.sbom and .sig) name an index: a push that fails while pushing
+// content leaves no tag at all.
 package publish
 
 import (
@@ -129,17 +131,24 @@ func Push(c *registry.Client, o Options) ([]Pushed, error) {
 		}
 	}
 
-	var pushed []Pushed
-	for _, comp := range comps {
+	// Every index by digest first, each read back: a failure here leaves no tag of this push.
+	pushed := make([]Pushed, len(comps))
+	for i, comp := range comps {
 		before := c.Uploaded()
-		p := Pushed{Component: comp.name, Index: comp.digest, Reference: fmt.Sprintf("%s@%s", comp.tag, comp.digest)}
+		pushed[i] = Pushed{Component: comp.name, Index: comp.digest, Reference: fmt.Sprintf("%s@%s", comp.tag, comp.digest)}
 		logf("%s: pushing %s by digest", comp.name, comp.repo.Digest(comp.digest.String()))
 		if err := remote.WriteIndex(comp.repo.Digest(comp.digest.String()), comp.index, c.Remote()...); err != nil {
-			return pushed, fmt.Errorf("%s: pushing %s: %v", comp.name, comp.repo, registry.Explain(err))
+			return pushed[:i], fmt.Errorf("%s: pushing %s: %v", comp.name, comp.repo, registry.Explain(err))
 		}
 		if err := readBack(c, comp); err != nil {
-			return pushed, fmt.Errorf("%s: %v", comp.name, err)
+			return pushed[:i], fmt.Errorf("%s: %v", comp.name, err)
 		}
+		pushed[i].Uploads = c.Uploaded().Since(before)
+	}
+	// Then what refers to them: the SBOMs and signatures (cosign's tags name the index digest).
+	for i, comp := range comps {
+		before := c.Uploaded()
+		p := &pushed[i]
 		sbomTag := signature.Tag(comp.repo, comp.digest, "sbom")
 		if err := remote.Write(sbomTag, sbomImage, c.Remote()...); err != nil {
 			return pushed, fmt.Errorf("%s: attaching the SBOM as %s: %v", comp.name, sbomTag, err)
@@ -164,9 +173,7 @@ func Push(c *registry.Client, o Options) ([]Pushed, error) {
 				}
 			}
 		}
-		after := c.Uploaded()
-		p.Uploads = registry.Uploads{Blobs: after.Blobs - before.Blobs, BlobBytes: after.BlobBytes - before.BlobBytes, Manifests: after.Manifests - before.Manifests}
-		pushed = append(pushed, p)
+		p.Uploads = p.Uploads.Add(c.Uploaded().Since(before))
 	}
 
 	// The tags last, each read back.

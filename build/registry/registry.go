@@ -100,6 +100,16 @@ type Uploads struct {
 	Manifests int64 // manifests written (by digest or tag)
 }
 
+// Since returns the uploads between earlier and u.
+func (u Uploads) Since(earlier Uploads) Uploads {
+	return Uploads{Blobs: u.Blobs - earlier.Blobs, BlobBytes: u.BlobBytes - earlier.BlobBytes, Manifests: u.Manifests - earlier.Manifests}
+}
+
+// Add returns the sum of u and more.
+func (u Uploads) Add(more Uploads) Uploads {
+	return Uploads{Blobs: u.Blobs + more.Blobs, BlobBytes: u.BlobBytes + more.BlobBytes, Manifests: u.Manifests + more.Manifests}
+}
+
 // Uploaded returns the counts since the client was made.
 func (c *Client) Uploaded() Uploads {
 	return Uploads{

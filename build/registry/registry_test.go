@@ -54,7 +54,7 @@ func TestPushCountsAndIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if again := c.Uploaded(); again != first {
-		t.Errorf("second push uploaded %+v more", Uploads{again.Blobs - first.Blobs, again.BlobBytes - first.BlobBytes, again.Manifests - first.Manifests})
+		t.Errorf("second push uploaded %+v more", again.Since(first))
 	}
 }
 
