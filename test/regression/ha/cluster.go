@@ -202,6 +202,18 @@ func (c *cluster) startKubeControllerManagers(extraArgs ...string) {
 	}
 }
 
+// endpointControllers counts the instances that run an endpoint controller, and so its informers:
+// the leader, and with patch 0018 every instance standing by. The others export no endpoint queue.
+func (c *cluster) endpointControllers() int {
+	n := 0
+	for _, k := range c.kcms {
+		if _, err := k.Metric("workqueue_adds_total", harness.EndpointQueue); err == nil {
+			n++
+		}
+	}
+	return n
+}
+
 func (c *cluster) writeKubeconfig(user, addr, token string) string {
 	config := clientcmdapi.NewConfig()
 	config.Clusters["ha"] = &clientcmdapi.Cluster{Server: "https://" + addr, InsecureSkipTLSVerify: true}
