@@ -77,8 +77,7 @@ func TestLeaderBuildsItsControllersOnUnstartedInformers(t *testing.T) {
 	waitLog(t, holder, acquiredLine, 60*time.Second)
 	// Every controller kube-controller-manager runs by default.
 	kcm := harness.StartComponent(t, cp, harness.ComponentOptions{Variant: variant, LogDir: logDir, Args: leaderElectionArgs})
-	// Let a standing-by endpoint controller list the pods before this instance leads.
-	time.Sleep(3 * time.Second)
+	waitStandbySynced(t, variant, kcm)
 	holder.Kill()
 	waitLog(t, kcm, acquiredLine, 60*time.Second)
 	// Its controllers are built and their informers started once attach-detach has synced.
@@ -115,13 +114,7 @@ func failover(t *testing.T, variant string) (deleted, fixed []string) {
 	waitLog(t, leader, acquiredLine, 60*time.Second)
 	waitEndpointsComplete(t, cp, fixtures, 60*time.Second)
 	standby := start("kube-controller-manager-1")
-	// The build under test's standby syncs its caches before it leads; stock's does not, and the
-	// test goes on without.
-	if err := wait.PollImmediate(100*time.Millisecond, 15*time.Second, func() (bool, error) {
-		return standby.CountLogLines(syncedLine) > 0, nil
-	}); err != nil {
-		t.Logf("%s: the standby did not sync its caches while waiting for the lock", variant)
-	}
+	waitStandbySynced(t, variant, standby)
 	if standby.CountLogLines(acquiredLine) > 0 {
 		t.Fatalf("%s: the standby acquired the lock while the leader was alive", variant)
 	}
@@ -152,6 +145,17 @@ func failover(t *testing.T, variant string) (deleted, fixed []string) {
 	t.Logf("%s: pods deleted %v while nobody led; the new leader took over %.1fs after the kill and fixed their Endpoints in the order %v",
 		variant, deleted, acquiredAt.Sub(killedAt).Seconds(), fixed)
 	return deleted, fixed
+}
+
+// waitStandbySynced waits until a standby's endpoint controller has its caches: the build under
+// test's syncs them before it leads; stock's does not, and the test goes on without.
+func waitStandbySynced(t *testing.T, variant string, standby *harness.Component) {
+	t.Helper()
+	if err := wait.PollImmediate(100*time.Millisecond, 15*time.Second, func() (bool, error) {
+		return standby.CountLogLines(syncedLine) > 0, nil
+	}); err != nil {
+		t.Logf("%s: the standby did not sync its caches while waiting for the lock", variant)
+	}
 }
 
 // waitLog waits until the component logs a line containing line and returns when it did.
