@@ -47,7 +47,7 @@ publish: ## Push the release to REGISTRY by digest, SBOM attached, signed with S
 	build/publish.sh
 
 .PHONY: verify-patches
-verify-patches: source ## Check the series: listed once, headers, applies, regenerates byte for byte
+verify-patches: source ## Check the series: listed once, headers, applies (also without each proven patch), regenerates byte for byte
 	build/verify-patches.sh
 
 .PHONY: lint

@@ -85,6 +85,12 @@ patch_field_all() {
   "${PATCHMETA:?need_patchmeta first}" field "$1" "$2"
 }
 
+# True when the patch names a test that prove-patches runs on the series without it
+# (Regression-Test or Regression-Unit-Test).
+has_regression_proof() {
+  [ -n "$(patch_field "$1" Regression-Test)$(patch_field "$1" Regression-Unit-Test)" ]
+}
+
 # Prints one line per problem with the patches' provenance headers; prints nothing when they are fine.
 patch_header_problems() {
   "${PATCHMETA:?need_patchmeta first}" check -pipeline-author "${PIPELINE_AUTHOR}" "$@" || true

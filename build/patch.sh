@@ -5,7 +5,7 @@
 #
 # With --without PATCH the series minus that patch goes to branch "without-NNNN" (NNNN: the patch's
 # number) instead, for proving that a regression test fails when its patch is gone. A patch whose
-# header says "Requires: NNNN" (it cannot build without patch NNNN, e.g. an API that patch brings)
+# header says "Requires: NNNN" (it cannot apply or build without patch NNNN: lines or an API that patch brings)
 # is left out with NNNN, and so on down the chain.
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
@@ -73,7 +73,9 @@ while read -r name; do
     tree_git checkout -q "${result_branch}" 2>/dev/null || tree_git checkout -q --detach upstream
     failing=$(printf '%s\n' "${output}" | sed -n 's/^error: \(patch failed: \|\)\([^:]*\):.*/\2/p' | sort -u | paste -sd' ' -)
     printf '%s\n' "${output}" >&2
-    die "patch ${name} does not apply${failing:+ (failing: ${failing})}; branch ${result_branch} and tag stock are unchanged"
+    hint=""
+    [ -z "${without}" ] || hint=" (if ${name} applies only on top of ${without}, its header needs 'Requires: ${without%%-*}')"
+    die "patch ${name} does not apply${failing:+ (failing: ${failing})}${hint}; branch ${result_branch} and tag stock are unchanged"
   fi
   applied=$((applied + 1))
   ${in_build_prefix} && stock=$(tree_git rev-parse HEAD)

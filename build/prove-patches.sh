@@ -34,9 +34,9 @@ expect_failure() {
 for name in "${selected[@]}"; do
   patch="${PATCHES_DIR}/${name}"
   [ -f "${patch}" ] || die "no patch ${patch}"
+  has_regression_proof "${patch}" || continue
   regression=$(patch_field "${patch}" Regression-Test)
   mapfile -t unit_tests < <(patch_field_all "${patch}" Regression-Unit-Test)
-  [ -n "${regression}" ] || [ ${#unit_tests[@]} -gt 0 ] || continue
   variant="without-${name%%-*}"
   log_dir="${OUTPUT_DIR}/test-logs/prove-${variant}"
   mkdir -p "${log_dir}"

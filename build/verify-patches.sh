@@ -2,7 +2,8 @@
 # Checks the patch series without touching the upstream tree: every patch is listed once and
 # listed patches exist, headers carry the provenance fields, patches/UPSTREAM.md decides every
 # upstream 1.17 changelog entry after our base, the series applies on pristine upstream (build
-# fixes first), and git format-patch of the result reproduces patches/ byte for byte.
+# fixes first), git format-patch of the result reproduces patches/ byte for byte, and the series
+# without each patch that prove-patches proves applies.
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
 need_patchmeta
@@ -56,4 +57,27 @@ for patch in "${scratch}/regenerated"/*.patch; do
   fi
 done
 [ "${stale}" = 0 ] || die "patches were edited by hand or are stale: apply them (make patch), fix the commits, run hack/refresh-patches.sh"
-log "verify-patches: $(series_patches | wc -l) patches apply cleanly and regenerate byte for byte"
+
+# prove-patches builds the series without each patch that has a regression test, at the end of CI.
+# Check here, in seconds, that each of those series applies (a patch that applies only on top of
+# another needs "Requires: NNNN") and takes the left-out patch's test files.
+proofs=0
+while read -r name; do
+  patch="${PATCHES_DIR}/${name}"
+  has_regression_proof "${patch}" || continue
+  proofs=$((proofs + 1))
+  if ! output=$("$(dirname "$0")/patch.sh" --without "${name}" 2>&1); then
+    problems+=("the series without ${name} does not apply: $(printf '%s\n' "${output}" | grep '^error: ' | tail -n 1 | sed 's/^error: //')")
+    continue
+  fi
+  if [ -n "$(patch_field "${patch}" Regression-Unit-Test)" ]; then
+    GIT_INDEX_FILE="${scratch}/index" tree_git read-tree "without-${name%%-*}"
+    GIT_INDEX_FILE="${scratch}/index" tree_git apply --cached --check --include='*_test.go' "${patch}" 2>/dev/null ||
+      problems+=("${name}: its test files do not apply to the series without it, so prove-patches cannot run its Regression-Unit-Test")
+  fi
+done < <(series_patches)
+if [ ${#problems[@]} -gt 0 ]; then
+  printf 'verify-patches: %s\n' "${problems[@]}" >&2
+  exit 1
+fi
+log "verify-patches: $(series_patches | wc -l) patches apply cleanly and regenerate byte for byte; the series without each of the ${proofs} proven patches applies"

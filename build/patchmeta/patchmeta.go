@@ -57,7 +57,7 @@ var Fields = []Field{
 	{Name: "CVE", Repeat: true, Form: "CVE-YYYY-NNNNN", Pattern: regexp.MustCompile(`^CVE-[0-9]{4}-[0-9]{4,}$`),
 		Doc: "a vulnerability the patch fixes (a security patch names at least one)"},
 	{Name: "Requires", Repeat: true, Form: "NNNN", Pattern: regexp.MustCompile(`^[0-9]{4}$`),
-		Doc: "an earlier patch this one cannot build without (proving that patch leaves this one out too)"},
+		Doc: "an earlier patch this one cannot apply or build without (proving that patch leaves this one out too)"},
 }
 
 // Categories are the values of Category:, in the order the release notes print them.

@@ -130,6 +130,21 @@ func TestVerifyPatchesRejectsBadSeries(t *testing.T) {
 			},
 			want: "edited by hand or are stale",
 		},
+		{
+			// 0018 changes lines of controllermanager.go that 0017 changed: without its Requires
+			// line prove-patches could not build the series without 0017 (CI stop 30).
+			name: "Requires line missing",
+			breakIt: func(t *testing.T, patches string) {
+				p := firstPatch(t, patches, "0018")
+				data, _ := os.ReadFile(p)
+				edited := strings.Replace(string(data), "Requires: 0017\n", "", 1)
+				if edited == string(data) {
+					t.Fatal("patch 0018 has no 'Requires: 0017' line to remove")
+				}
+				os.WriteFile(p, []byte(edited), 0o644)
+			},
+			want: "its header needs 'Requires: 0017'",
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
