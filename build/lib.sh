@@ -121,6 +121,13 @@ checkout_variant() {
   echo "${worktree}"
 }
 
+# go test for upstream's tests in a variant's worktree, with the flags build.sh builds with
+# (CGO_ENABLED=0, -trimpath): the tests then reuse the packages the builds compiled, and the
+# worktree's path does not enter the cache keys, so each variant compiles only what it changes.
+upstream_go_test() {
+  CGO_ENABLED=0 go test -trimpath "$@"
+}
+
 # Go import paths of the packages holding the .go files that FROM..TO changes in the upstream tree.
 changed_packages() {
   local from=$1 to=$2

@@ -60,7 +60,7 @@ for name in "${selected[@]}"; do
       [ -n "${test_name:-}" ] || die "${name}: Regression-Unit-Test must be '<Go package> <TestName>', got '${unit_test}'"
       log "${name}: ${package} ${test_name} on ${variant} plus the patch's tests must fail (output: ${log_dir}/${test_name}.log)"
       expect_failure "${name}" "${test_name}" "${log_dir}/${test_name}.log" "${worktree}" \
-        go test -count=1 -v "${package}" -run "^${test_name}\$"
+        upstream_go_test -count=1 -v "${package}" -run "^${test_name}\$"
     done
   fi
 done

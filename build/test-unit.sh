@@ -12,7 +12,7 @@ if [ ${#packages[@]} -gt 0 ]; then
   # Some upstream tests leave directories in TMPDIR (pkg/volume/rbd): give them one to lose.
   scratch=$(mktemp -d)
   trap 'rm -rf "${scratch}"' EXIT
-  (cd "${worktree}" && TMPDIR="${scratch}" go test -count=1 "${packages[@]}")
+  (cd "${worktree}" && TMPDIR="${scratch}" upstream_go_test -count=1 "${packages[@]}")
 else
   log "no non-build patch touches Go code yet"
 fi
