@@ -9,6 +9,12 @@ set -o errexit -o nounset -o pipefail
 need_patchmeta
 
 problems=()
+# Prints every problem found so far and fails, if there is any.
+stop_on_problems() {
+  [ ${#problems[@]} -eq 0 ] && return
+  printf 'verify-patches: %s\n' "${problems[@]}" >&2
+  exit 1
+}
 duplicates=$(series_patches | sort | uniq -d)
 [ -z "${duplicates}" ] || problems+=("listed twice in patches/series: ${duplicates//$'\n'/ }")
 for patch in "${PATCHES_DIR}"/*.patch; do
@@ -26,10 +32,7 @@ done < <(series_patches)
 while IFS= read -r problem; do
   [ -z "${problem}" ] || problems+=("${problem}")
 done < <(patch_header_problems "${listed[@]}")
-if [ ${#problems[@]} -gt 0 ]; then
-  printf 'verify-patches: %s\n' "${problems[@]}" >&2
-  exit 1
-fi
+stop_on_problems
 
 log "verify-patches: upstream changelog triage (patches/UPSTREAM.md)"
 (cd "${REPO_ROOT}" && go run ./build/cmd/verify-upstream -series "${SERIES_FILE}")
@@ -76,8 +79,5 @@ while read -r name; do
       problems+=("${name}: its test files do not apply to the series without it, so prove-patches cannot run its Regression-Unit-Test")
   fi
 done < <(series_patches)
-if [ ${#problems[@]} -gt 0 ]; then
-  printf 'verify-patches: %s\n' "${problems[@]}" >&2
-  exit 1
-fi
+stop_on_problems
 log "verify-patches: $(series_patches | wc -l) patches apply cleanly and regenerate byte for byte; the series without each of the ${proofs} proven patches applies"

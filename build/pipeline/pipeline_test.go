@@ -50,6 +50,22 @@ func firstPatch(t *testing.T, patches string, prefix string) string {
 	return matches[0]
 }
 
+// editPatch replaces the first OLD in the patch file with NEW; a patch without OLD fails the test.
+func editPatch(t *testing.T, patch, old, new string) {
+	t.Helper()
+	data, err := os.ReadFile(patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(data), old, new, 1)
+	if edited == string(data) {
+		t.Fatalf("%s has no %q to replace", filepath.Base(patch), old)
+	}
+	if err := os.WriteFile(patch, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestPatchStopsAtABrokenPatchAndNamesIt(t *testing.T) {
 	tree, patches := scratchTree(t)
 	if out, err := runScript(t, tree, patches, "patch.sh"); err != nil {
@@ -58,13 +74,8 @@ func TestPatchStopsAtABrokenPatchAndNamesIt(t *testing.T) {
 	before, _ := exec.Command("git", "-C", tree, "rev-parse", "patched").Output()
 
 	broken := firstPatch(t, patches, "0002")
-	data, _ := os.ReadFile(broken)
 	// Corrupt one context line of the diff.
-	corrupted := strings.Replace(string(data), "\tgithub.com/modern-go/reflect2 => github.com/modern-go/reflect2 v1.0.1", "\tgithub.com/modern-go/reflect2 => github.com/modern-go/reflect2 v9.9.9", 1)
-	if corrupted == string(data) {
-		t.Fatal("the corruption did not change the patch")
-	}
-	os.WriteFile(broken, []byte(corrupted), 0o644)
+	editPatch(t, broken, "\tgithub.com/modern-go/reflect2 => github.com/modern-go/reflect2 v1.0.1", "\tgithub.com/modern-go/reflect2 => github.com/modern-go/reflect2 v9.9.9")
 
 	out, err := runScript(t, tree, patches, "patch.sh")
 	if err == nil {
@@ -135,13 +146,7 @@ func TestVerifyPatchesRejectsBadSeries(t *testing.T) {
 			// line prove-patches could not build the series without 0017 (CI stop 30).
 			name: "Requires line missing",
 			breakIt: func(t *testing.T, patches string) {
-				p := firstPatch(t, patches, "0018")
-				data, _ := os.ReadFile(p)
-				edited := strings.Replace(string(data), "Requires: 0017\n", "", 1)
-				if edited == string(data) {
-					t.Fatal("patch 0018 has no 'Requires: 0017' line to remove")
-				}
-				os.WriteFile(p, []byte(edited), 0o644)
+				editPatch(t, firstPatch(t, patches, "0018"), "Requires: 0017\n", "")
 			},
 			want: "its header needs 'Requires: 0017'",
 		},
