@@ -177,20 +177,25 @@ func klogTime(line string) time.Time {
 
 // CountLogLines counts the log lines that contain substr.
 func (p *Process) CountLogLines(substr string) int {
+	return len(p.LogLines(substr))
+}
+
+// LogLines returns the log lines that contain substr, in order.
+func (p *Process) LogLines(substr string) []string {
 	f, err := os.Open(p.LogPath)
 	if err != nil {
-		return 0
+		return nil
 	}
 	defer f.Close()
-	count := 0
+	var lines []string
 	scanner := bufio.NewScanner(f)
 	scanner.Buffer(make([]byte, 1024*1024), 1024*1024)
 	for scanner.Scan() {
 		if strings.Contains(scanner.Text(), substr) {
-			count++
+			lines = append(lines, scanner.Text())
 		}
 	}
-	return count
+	return lines
 }
 
 // ErrNoMetric is what Metric's error wraps when the endpoint does not export the metric at all.
