@@ -189,9 +189,10 @@ var decision = regexp.MustCompile(`^(?:(carried|covered) (\d{4})|not needed|decl
 const Decisions = `"carried NNNN", "covered NNNN", "not needed", "declined", "out of scope"`
 
 // Check returns one line per problem: entries without a row, rows without an entry, duplicate
-// rows, unknown decisions, rows without a reason, and "carried"/"covered" rows whose patch is not
-// in the series (patches maps "0012" to the patch file's text) or, for "carried", does not name
-// the PR.
+// rows, later fixes that are changelog entries, unknown decisions, rows without a reason, and
+// "carried"/"covered" rows whose patch is not in the series (patches maps "0012" to the patch
+// file's text), "carried" rows whose patch does not name the PR, and "covered" rows whose patch
+// ports that very PR (its Upstream-PR field): that patch carries it.
 func Check(entries []Entry, rec *Record, patches map[string]string) []string {
 	var problems []string
 	key := func(release, pr string) string { return release + " #" + pr }
@@ -216,6 +217,15 @@ func Check(entries []Entry, rec *Record, patches map[string]string) []string {
 			problems = append(problems, fmt.Sprintf("line %d: %s is not an entry of upstream's changelog", r.Line, key(r.Release, r.PR)))
 		}
 	}
+	changelogPRs := map[string]int{}
+	for _, r := range rec.Changelog {
+		changelogPRs[r.PR] = r.Line
+	}
+	for _, r := range rec.Later {
+		if line, ok := changelogPRs[r.PR]; ok {
+			problems = append(problems, fmt.Sprintf("line %d: #%s is a changelog entry (line %d), not a later fix", r.Line, r.PR, line))
+		}
+	}
 	for _, r := range append(append([]Row{}, rec.Changelog...), rec.Later...) {
 		where := fmt.Sprintf("line %d (#%s)", r.Line, r.PR)
 		m := decision.FindStringSubmatch(r.Decision)
@@ -235,6 +245,8 @@ func Check(entries []Entry, rec *Record, patches map[string]string) []string {
 			problems = append(problems, fmt.Sprintf("%s: %s, but the series has no patch %s", where, r.Decision, m[2]))
 		case m[1] == "carried" && !regexp.MustCompile(`\b`+r.PR+`\b`).MatchString(text):
 			problems = append(problems, fmt.Sprintf("%s: carried %s, but that patch does not name #%s", where, m[2], r.PR))
+		case m[1] == "covered" && regexp.MustCompile(`(?m)^Upstream-PR: .*#`+r.PR+`\b`).MatchString(text):
+			problems = append(problems, fmt.Sprintf("%s: covered %s, but that patch ports #%s (its Upstream-PR): say carried %s", where, m[2], r.PR, m[2]))
 		}
 	}
 	return problems

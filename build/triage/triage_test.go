@@ -129,6 +129,16 @@ func TestCheck(t *testing.T) {
 			wantError: "carried 0002, but that patch does not name #89399",
 		},
 		{
+			name:      "covered by the patch that ports the PR",
+			edit:      func(s string) string { return strings.Replace(s, "carried 0015", "covered 0015", 1) },
+			wantError: "covered 0015, but that patch ports #90414 (its Upstream-PR): say carried 0015",
+		},
+		{
+			name:      "a changelog entry among the later fixes",
+			edit:      func(s string) string { return strings.Replace(s, "| #92743 | v1.20.0 |", "| #88586 | v1.17.6 |", 1) },
+			wantError: "#88586 is a changelog entry (line 8), not a later fix",
+		},
+		{
 			name:      "a duplicate row",
 			edit:      func(s string) string { return strings.Replace(s, "| v1.17.5 | #89399 |", "| v1.17.6 | #90414 |", 1) },
 			wantError: "v1.17.6 #90414 has a row already",
