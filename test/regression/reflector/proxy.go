@@ -18,6 +18,10 @@ import (
 
 const servicesPath = "/api/v1/services"
 
+// staleCatchUp is how long a lagging watch cache that served a stale list takes to send the
+// watch events that follow it.
+const staleCatchUp = 3 * time.Second
+
 // faultProxy forwards kube-controller-manager's requests to the apiserver and, on request, breaks
 // the Services stream the way the incidents did. kube-controller-manager must speak JSON
 // (--kube-api-content-type=application/json) for the proxy to read it.
@@ -41,6 +45,10 @@ type faultProxy struct {
 	slowDeletes bool
 	// staleList, if set, answers Services lists at resourceVersion "0", as a lagging watch cache.
 	staleList []byte
+	// staleListServed: the next Services watch comes from the lagging cache too, which sends
+	// nothing until it has caught up (staleCatchUp), so that the controller acts on the stale
+	// list before the watch replays what the list missed.
+	staleListServed bool
 	// expireWatches: open Services watches end with a 410 error event, forcing a relist.
 	expireWatches chan struct{}
 	// watchRVs records the resourceVersion of every Services watch request.
@@ -72,6 +80,9 @@ func (p *faultProxy) serve(w http.ResponseWriter, r *http.Request) {
 		stale := p.staleList
 		p.mu.Unlock()
 		if stale != nil && r.URL.Query().Get("resourceVersion") == "0" {
+			p.mu.Lock()
+			p.staleListServed = true
+			p.mu.Unlock()
 			w.Header().Set("Content-Type", "application/json")
 			w.Write(stale)
 			return
@@ -105,7 +116,12 @@ func (p *faultProxy) serve(w http.ResponseWriter, r *http.Request) {
 	case isServices && isWatch && resp.StatusCode == http.StatusOK:
 		p.mu.Lock()
 		p.watchRVs = append(p.watchRVs, r.URL.Query().Get("resourceVersion"))
+		lagging := p.staleListServed
+		p.staleListServed = false
 		p.mu.Unlock()
+		if lagging {
+			time.Sleep(staleCatchUp)
+		}
 		p.serveServicesWatch(w, resp.Body)
 	case isServices && resp.StatusCode == http.StatusOK:
 		body, _ := io.ReadAll(resp.Body)
