@@ -33,18 +33,17 @@ for spec in "$@"; do
   [ "${spec}" = "${package}" ] || regex=${spec#*:}
   [ -d "${worktree}/${package}" ] || die "no package ${package} in the ${variant} tree"
   log_file="${log_dir}/$(echo "${package}" | tr / _).log"
+  retry_log=${log_file%.log}.retry.log
   log "${variant}: upstream ${package} -run '${regex}' (log: ${log_file})"
+  # last: the log of the last run, whose tests are reported one line each with result and time.
   if run_package "${package}" "${regex}" "${log_file}"; then
-    result=pass
-  elif run_package "${package}" "${regex}" "${log_file%.log}.retry.log"; then
-    result=FLAKY
+    result=pass last=${log_file}
+  elif run_package "${package}" "${regex}" "${retry_log}"; then
+    result=FLAKY last=${retry_log}
   else
-    result=FAIL
-    failed+=("${package} ($(grep -- '--- FAIL' "${log_file%.log}.retry.log" | awk '{print $3}' | paste -sd, -); see ${log_file%.log}.retry.log)")
+    result=FAIL last=${retry_log}
+    failed+=("${package} ($(grep -- '--- FAIL' "${retry_log}" | awk '{print $3}' | paste -sd, -); see ${retry_log})")
   fi
-  # One line per test: its result and time, from the last run.
-  last=${log_file}
-  [ "${result}" = pass ] || last=${log_file%.log}.retry.log
   grep -E -- '^--- (PASS|FAIL|SKIP)' "${last}" | sed "s|^|  ${result}: ${package} |" >&2 || true
 done
 if [ ${#failed[@]} -gt 0 ]; then

@@ -78,11 +78,13 @@ func (p *faultProxy) serve(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		p.listRVs = append(p.listRVs, r.URL.Query().Get("resourceVersion"))
 		stale := p.staleList
-		p.mu.Unlock()
 		if stale != nil && r.URL.Query().Get("resourceVersion") == "0" {
-			p.mu.Lock()
 			p.staleListServed = true
-			p.mu.Unlock()
+		} else {
+			stale = nil
+		}
+		p.mu.Unlock()
+		if stale != nil {
 			w.Header().Set("Content-Type", "application/json")
 			w.Write(stale)
 			return
