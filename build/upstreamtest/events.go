@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 )
 
@@ -83,7 +84,7 @@ func ParseEvents(r io.Reader) (tests []TestResult, packageFailed bool, packageOu
 		case Skip:
 			result.Why = skipMessage(t.lines)
 		case Fail:
-			result.Why = lastLines(t.lines, whyLines)
+			result.Why = failureMessage(t.lines)
 		case "":
 			result.Result = Fail
 			result.Why = "never ended: the test binary stopped while it ran (timed out or crashed)\n" +
@@ -92,6 +93,24 @@ func ParseEvents(r io.Reader) (tests []TestResult, packageFailed bool, packageOu
 		tests = append(tests, result)
 	}
 	return tests, packageFailed, packageOutput, nil
+}
+
+// testSaid matches what a test itself reported (t.Error, t.Fatal, t.Log: "    file_test.go:12: ..."),
+// as opposed to the logs of the apiserver and controllers it runs in-process.
+var testSaid = regexp.MustCompile(`^\s+\S+_test\.go:\d+: `)
+
+// failureMessage is what a failed test reported, or its last lines when it reported nothing.
+func failureMessage(lines []string) string {
+	var said []string
+	for _, l := range lines {
+		if testSaid.MatchString(l) {
+			said = append(said, strings.TrimSpace(l))
+		}
+	}
+	if len(said) == 0 {
+		return lastLines(lines, whyLines)
+	}
+	return lastLines(said, whyLines)
 }
 
 // skipMessage is what a skipped test said, without the === RUN and --- SKIP lines.
