@@ -76,7 +76,7 @@ UPSTREAM_INTEGRATION_PACKAGES := $(addprefix test/integration/,apimachinery clie
   defaulttolerationseconds deployment disruption evictions garbagecollector namespace quota \
   replicaset replicationcontroller scheduler serviceaccount serving statefulset ttlcontroller \
   volume volumescheduling)
-# The part of them make test runs (about 7 minutes of tests): each controller and scheduler
+# The part of them make test runs (5.5 minutes warm, two packages at once): each controller and scheduler
 # package a patch changes, driven by upstream's tests of it; docs/development.md maps which.
 UPSTREAM_INTEGRATION_SUBSET := \
   test/integration/apimachinery:^TestWatchRestartsIfTimeoutNotReached$$/^(RetryWatcher|InformerWatcher) \
