@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -320,16 +321,27 @@ func (c cannotVerify) After(context.Context) (string, error) {
 	return "", c.err
 }
 
-// interruptible returns a context that SIGINT, SIGTERM and SIGHUP cancel, naming the signal. A
-// dropped SSH session also closes stdout: SIGPIPE is ignored so that writing to it cannot kill
-// cpswap in the middle of a rollback.
+// interruptible returns a context that SIGINT, SIGTERM, SIGQUIT and SIGHUP cancel, naming the
+// signal. SIGQUIT too: Go's default for it (a stack dump, exit 2) would leave an unverified manifest
+// live and exit as if the command line were wrong; the stack dump is still written, for whoever
+// sent it to see where cpswap waits. SIGHUP only when it is not ignored: under nohup it stays
+// ignored (signal.Notify would re-enable it). A dropped SSH session also closes stdout: SIGPIPE is
+// ignored so that writing to it cannot kill cpswap in the middle of a rollback.
 func interruptible() context.Context {
 	signal.Ignore(syscall.SIGPIPE)
+	caught := []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT}
+	if !signal.Ignored(syscall.SIGHUP) {
+		caught = append(caught, syscall.SIGHUP)
+	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	signals := make(chan os.Signal, 4)
-	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Notify(signals, caught...)
 	go func() {
 		s := <-signals
+		if s == syscall.SIGQUIT {
+			stacks := make([]byte, 1<<20)
+			fmt.Fprintf(os.Stderr, "SIGQUIT: the goroutines' stacks, then a rollback:\n%s\n", stacks[:runtime.Stack(stacks, true)])
+		}
 		cancel(fmt.Errorf("received %v", s))
 		// Later signals are caught and dropped: the rollback under way must finish.
 	}()

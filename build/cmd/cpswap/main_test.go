@@ -211,10 +211,12 @@ func TestHelpAndUsage(t *testing.T) {
 	}
 }
 
-// TestSignalsDuringVerificationRollBack: SIGINT, SIGTERM and SIGHUP during an apply restore the
-// manifest, say so, and exit 3. A second apply meanwhile fails at once naming the first's PID.
+// TestSignalsDuringVerificationRollBack: SIGINT, SIGTERM, SIGHUP and SIGQUIT (Ctrl-\\, which Go
+// would otherwise answer with a stack dump and exit 2, the manifest unverified) during an apply
+// restore the manifest, say so, and exit 3. A second apply meanwhile fails at once naming the
+// first's PID.
 func TestSignalsDuringVerificationRollBack(t *testing.T) {
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			e := newEnv(t)
 			original := read(t, e.manifest)
@@ -238,6 +240,37 @@ func TestSignalsDuringVerificationRollBack(t *testing.T) {
 				t.Errorf("an interrupted apply entered the history:\n%s", h.stdout)
 			}
 		})
+	}
+}
+
+// TestApplyUnderNohupIgnoresHangup: started with SIGHUP ignored (nohup, or a shell's trap ""
+// HUP), an apply keeps verifying when the terminal hangs up; SIGTERM still rolls it back.
+func TestApplyUnderNohupIgnoresHangup(t *testing.T) {
+	e := newEnv(t)
+	original := read(t, e.manifest)
+	// The shell ignores SIGHUP and execs cpswap, which inherits the ignored disposition.
+	s := &started{cmd: exec.Command("sh", append([]string{"-c", `trap "" HUP; exec "$0" "$@"`, cpswapBinary(t)}, e.applyArgs("cpswap-test-none")...)...), done: make(chan struct{})}
+	s.cmd.Stdout, s.cmd.Stderr = &s.stdout, &s.stderr
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.cmd.Wait(); close(s.done) }()
+	t.Cleanup(func() { s.cmd.Process.Kill(); <-s.done })
+	e.waitForJournal(t, s)
+
+	s.cmd.Process.Signal(syscall.SIGHUP)
+	select {
+	case <-s.done:
+		t.Fatalf("a hangup under nohup ended the apply: exit %d\n%s", s.cmd.ProcessState.ExitCode(), s.stderr.String())
+	case <-time.After(2 * time.Second):
+	}
+	if data := read(t, e.manifest); !bytes.Contains(data, []byte(image)) {
+		t.Fatal("a hangup under nohup rolled the manifest back")
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	r := s.wait(t)
+	if r.code != 3 || !strings.Contains(r.stderr, "interrupted (received terminated); rolled back") || !bytes.Equal(read(t, e.manifest), original) {
+		t.Errorf("SIGTERM after the hangup: exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 }
 
