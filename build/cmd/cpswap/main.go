@@ -55,8 +55,9 @@ func newRoot() *cobra.Command {
 		Short: "Swap the image and flags of a kubeadm static-pod manifest, verified or rolled back",
 		Long: `cpswap changes the image (and flags) of a static-pod manifest in /etc/kubernetes/manifests,
 waits for the kubelet to run it and for the component to prove itself, and restores the
-manifest as it was otherwise. One apply runs at a time per manifest; Ctrl-C, SIGTERM or SIGHUP
-during an apply roll back; every successful apply is recorded and can be undone in order.
+manifest as it was otherwise. One apply runs at a time per manifest; Ctrl-C, SIGTERM, SIGQUIT
+or SIGHUP (unless ignored, as under nohup) during an apply roll back; every successful apply is
+recorded and can be undone in order.
 
 Exit codes: 0 done; 1 refused, nothing changed; 2 usage error, nothing changed;
 3 changed, then rolled back; 4 changed and the rollback failed: act now.`,
@@ -195,7 +196,7 @@ func newApply() *cobra.Command {
 first one's PID), checks that verification can work (the apiserver answers), writes a journal and
 backups, replaces the manifest atomically, and waits up to --timeout for: a new process of the
 component, its health endpoint, a renewal of its leader Lease, and --soak of steady health.
-Anything else, or Ctrl-C / SIGTERM / SIGHUP meanwhile, restores the manifest as it was.
+Anything else, or Ctrl-C / SIGTERM / SIGQUIT / SIGHUP meanwhile, restores the manifest as it was.
 A change that leaves the manifest as it is writes nothing and exits 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
