@@ -54,6 +54,9 @@ type Entry struct {
 type History struct {
 	Manifest string  `json:"manifest"`
 	Applied  []Entry `json:"applied"`
+	// Overtaken lists the applies whose manifest someone else replaced during verification:
+	// neither verified nor rolled back (their file was kept), and not in the chain rollback undoes.
+	Overtaken []Entry `json:"overtaken,omitempty"`
 }
 
 func sha256Hex(data []byte) string {

@@ -66,6 +66,9 @@ type Swapper struct {
 	Log func(format string, args ...interface{})
 	// Now stamps history entries; time.Now unless a test sets it.
 	Now func() time.Time
+	// restoreFile writes the original back after a failed apply; replace unless a test makes it
+	// fail (root can write anywhere a test can set up, short of a read-only mount).
+	restoreFile func(file string, data []byte, original os.FileInfo) (renamed bool, err error)
 }
 
 func (s *Swapper) logf(format string, args ...interface{}) {
@@ -207,6 +210,9 @@ func (s *Swapper) Apply(ctx context.Context, manifest string, change Change, ver
 	vctx, cancel := context.WithTimeout(ctx, s.Timeout)
 	defer cancel()
 	verified, verr := verify.After(vctx)
+	if err := s.overtaken(t, st, history, entry); err != nil {
+		return nil, err
+	}
 	if verr == nil && ctx.Err() == nil {
 		entry.Result = "verified: " + verified
 		entry.PID = 0
@@ -225,11 +231,48 @@ func (s *Swapper) Apply(ctx context.Context, manifest string, change Change, ver
 	return nil, s.restore(t, st, edited.Before, info, before, verr)
 }
 
+// overtaken checks, before an apply records its success or restores the original, that the
+// manifest is still what it wrote. If another writer (a kubeadm upgrade, a configuration tool, a
+// colleague) replaced it during verification, what verified or failed was not our change, and a
+// restore would overwrite theirs: their file is kept, the apply is recorded as overtaken, and the
+// error says so (exit 4: the master runs what nobody here verified).
+func (s *Swapper) overtaken(t target, st *State, history *History, entry Entry) error {
+	current, err := os.ReadFile(t.file)
+	if err == nil && sha256Hex(current) == entry.After.SHA256 {
+		return nil
+	}
+	now := "removed"
+	switch {
+	case err == nil:
+		now = "sha256 " + sha256Hex(current)[:12]
+	case !errors.Is(err, os.ErrNotExist):
+		now = fmt.Sprintf("unreadable: %v", err)
+	}
+	entry.Result = fmt.Sprintf("overtaken: changed by someone else during verification (now %s); their file was kept", now)
+	entry.PID = 0
+	history.Overtaken = append(history.Overtaken, entry)
+	why := fmt.Errorf("%s was changed by someone else during verification (cpswap wrote sha256 %s, it is now %s): "+
+		"their file is kept, and nothing was verified or rolled back; find out who changed it (a kubeadm upgrade, a configuration tool, a colleague) before running cpswap again",
+		t.path, entry.After.SHA256[:12], now)
+	s.logf("%v", why)
+	if err := st.SaveHistory(history); err != nil {
+		return &Failure{Code: ExitBroken, Err: fmt.Errorf("%v; the history cannot be written: %v; the journal %s stays", why, err, st.path(".journal"))}
+	}
+	if err := st.ClearJournal(); err != nil {
+		return &Failure{Code: ExitBroken, Err: fmt.Errorf("%v; the journal cannot be removed: %v", why, err)}
+	}
+	return &Failure{Code: ExitBroken, Err: why}
+}
+
 // restore puts the original back after a change that did not verify, and says what state that
 // left: rolled back (exit 3), or not (exit 4, the journal stays for the next run).
 func (s *Swapper) restore(t target, st *State, original []byte, info os.FileInfo, backup Snapshot, why error) error {
 	s.logf("%v: restoring %s", why, t.path)
-	if _, err := replace(t.file, original, info); err != nil {
+	write := s.restoreFile
+	if write == nil {
+		write = replace
+	}
+	if _, err := write(t.file, original, info); err != nil {
 		return &Failure{Code: ExitBroken, Err: fmt.Errorf("%v, and restoring the original failed: %v. The original is %s; copy it over %s by hand", why, err, filepath.Join(st.Dir, backup.Backup), t.path)}
 	}
 	if err := st.ClearJournal(); err != nil {

@@ -240,6 +240,63 @@ func TestApplyRollsBackWhenVerificationFails(t *testing.T) {
 	}
 }
 
+// TestAnotherWriterDuringVerification: a kubeadm upgrade, a configuration tool or a colleague
+// rewrites the manifest while cpswap verifies. Whatever verification says, it was not about our
+// change: cpswap neither reports success nor restores over their file; it says so, exits 4,
+// records the apply as overtaken (outside the chain rollback undoes) and leaves no journal.
+func TestAnotherWriterDuringVerification(t *testing.T) {
+	theirs := []byte("# written by someone else\n")
+	cases := []struct {
+		name   string
+		result func(ctx context.Context) (string, error)
+		remove bool
+	}{
+		{name: "verification passes", result: func(context.Context) (string, error) { return "new process", nil }},
+		{name: "verification fails", result: func(context.Context) (string, error) { return "", errors.New("health: connection refused") }},
+		{name: "interrupted", result: func(context.Context) (string, error) { return "", context.Canceled }},
+		{name: "manifest removed", remove: true, result: func(context.Context) (string, error) { return "", errors.New("no new process") }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, manifest, s := setup(t)
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			v := &fakeVerifier{after: func(vctx context.Context) (string, error) {
+				if c.remove {
+					os.Remove(manifest)
+				} else if err := os.WriteFile(manifest, theirs, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if c.name == "interrupted" {
+					cancel(errors.New("received terminated"))
+				}
+				return c.result(vctx)
+			}}
+			_, err := s.Apply(ctx, manifest, Change{Image: newImage}, v)
+			wantCode(t, err, ExitBroken, "was changed by someone else during verification")
+			if c.remove {
+				if _, err := os.Stat(manifest); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("a removed manifest was put back: %v", err)
+				}
+				// The history is read through the manifest's path, as cpswap history does.
+				os.WriteFile(manifest, theirs, 0o600)
+			} else if got := read(t, manifest); !bytes.Equal(got, theirs) {
+				t.Errorf("the other writer's manifest was overwritten:\n%s", got)
+			}
+			h, pending, err := s.HistoryOf(manifest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pending != "" {
+				t.Errorf("a journal stays: %s", pending)
+			}
+			if len(h.Applied) != 0 || len(h.Overtaken) != 1 || !strings.Contains(h.Overtaken[0].Result, "overtaken: changed by someone else") {
+				t.Errorf("history: applied %+v, overtaken %+v", h.Applied, h.Overtaken)
+			}
+		})
+	}
+}
+
 // TestApplyInterruptedRollsBack: a cancelled context (cpswap cancels it on SIGINT, SIGTERM and
 // SIGHUP) during verification restores the manifest and says why.
 func TestApplyInterruptedRollsBack(t *testing.T) {
@@ -495,11 +552,11 @@ func TestStateIsWrittenByRename(t *testing.T) {
 // TestRollbackFailureIsItsOwnExitCode: when restoring fails, the exit code says so (4) and the
 // error names the backup to restore by hand; the journal stays for the next run.
 func TestRollbackFailureIsItsOwnExitCode(t *testing.T) {
-	dir, manifest, s := setup(t)
-	v := &fakeVerifier{after: func(context.Context) (string, error) {
-		os.RemoveAll(dir) // nothing can be written there any more
-		return "", errors.New("health: connection refused")
-	}}
+	_, manifest, s := setup(t)
+	s.restoreFile = func(string, []byte, os.FileInfo) (bool, error) {
+		return false, errors.New("read-only file system")
+	}
+	v := fails("health: connection refused")
 	_, err := s.Apply(context.Background(), manifest, Change{Image: newImage}, v)
 	wantCode(t, err, ExitBroken, "restoring the original failed")
 	if !strings.Contains(err.Error(), s.BackupDir) {

@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -401,12 +402,20 @@ func newHistory() *cobra.Command {
 			}
 			if len(h.Applied) == 0 {
 				fmt.Printf("no apply of %s recorded in %s\n", t.manifest, t.backupDir)
-				return nil
 			}
-			for i, e := range h.Applied {
-				fmt.Printf("%d  %s  %s -> %s  image %s  flags %s\n   before %s\n   after  %s\n   %s\n", i+1, e.Time.Format(time.RFC3339),
+			entry := func(label string, e cpswap.Entry) {
+				fmt.Printf("%s  %s  %s -> %s  image %s  flags %s\n   before %s\n   after  %s\n   %s\n", label, e.Time.Format(time.RFC3339),
 					short(e.Before.SHA256), short(e.After.SHA256), orNone(e.Image), orNone(strings.Join(e.Flags, " ")),
 					filepath.Join(t.backupDir, e.Before.Backup), filepath.Join(t.backupDir, e.After.Backup), e.Result)
+			}
+			for i, e := range h.Applied {
+				entry(strconv.Itoa(i+1), e)
+			}
+			if len(h.Overtaken) > 0 {
+				fmt.Println("overtaken by another writer during verification (not undone by rollback):")
+				for _, e := range h.Overtaken {
+					entry("-", e)
+				}
 			}
 			return nil
 		},
