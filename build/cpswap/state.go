@@ -30,6 +30,22 @@ type State struct {
 	Dir      string // absolute, symlinks resolved
 	Manifest string // absolute path of the manifest
 	base     string
+	// marker is the unfinished-apply marker beside the manifest (journalMarker), which every run
+	// on the manifest reads, whatever its backup directory.
+	marker string
+}
+
+// journalMarker is where an apply under way says, beside the manifest, which backup directory
+// holds its journal: a run with another --backup-dir (or none of the same) still sees an apply
+// that a killed cpswap left. A dot file: the kubelet skips those in the manifests directory.
+func journalMarker(kubeletDir, manifest string) string {
+	return filepath.Join(kubeletDir, "."+filepath.Base(manifest)+".cpswap-journal-in")
+}
+
+// marked is what the marker holds.
+type marked struct {
+	BackupDir string `json:"backupDir"`
+	PID       int    `json:"pid"`
 }
 
 // Snapshot is one version of the manifest kept in the backup directory.
@@ -75,8 +91,9 @@ func OpenState(backupDir, manifest, kubeletDir string, create bool) (*State, err
 	if err := outside(kubeletDir, backupDir); err != nil {
 		return nil, err
 	}
+	marker := journalMarker(kubeletDir, manifest)
 	if _, err := os.Stat(backupDir); !create && errors.Is(err, os.ErrNotExist) {
-		return &State{Dir: backupDir, Manifest: manifest, base: filepath.Base(manifest)}, nil
+		return &State{Dir: backupDir, Manifest: manifest, base: filepath.Base(manifest), marker: marker}, nil
 	}
 	if err := os.MkdirAll(backupDir, 0o700); err != nil {
 		return nil, fmt.Errorf("backup directory cannot be created: %v", err)
@@ -91,7 +108,7 @@ func OpenState(backupDir, manifest, kubeletDir string, create bool) (*State, err
 	if err := private(dir); err != nil {
 		return nil, err
 	}
-	return &State{Dir: dir, Manifest: manifest, base: filepath.Base(manifest)}, nil
+	return &State{Dir: dir, Manifest: manifest, base: filepath.Base(manifest), marker: marker}, nil
 }
 
 func outside(manifestDir, backupDir string) error {
@@ -251,15 +268,68 @@ func (s *State) Journal() (*Entry, error) {
 	return &e, nil
 }
 
-// WriteJournal records an apply before the manifest changes.
-func (s *State) WriteJournal(e *Entry) error { return s.writeJSON(".journal", e) }
+// WriteJournal records an apply before the manifest changes: the journal, then the marker beside
+// the manifest that names where the journal is.
+func (s *State) WriteJournal(e *Entry) error {
+	if err := s.writeJSON(".journal", e); err != nil {
+		return err
+	}
+	data, err := json.Marshal(marked{BackupDir: s.Dir, PID: e.PID})
+	if err != nil {
+		return err
+	}
+	if _, err := writeAtomic(s.marker, append(data, '\n'), 0o600, nil); err != nil {
+		return fmt.Errorf("marker beside the manifest: %v", err)
+	}
+	return nil
+}
 
-// ClearJournal ends an apply.
+// ClearJournal ends an apply: the journal, then the marker if it names this backup directory.
 func (s *State) ClearJournal() error {
 	if err := os.Remove(s.path(".journal")); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	return syncDir(s.Dir)
+	if err := syncDir(s.Dir); err != nil {
+		return err
+	}
+	if m, err := s.readMarker(); err == nil && m != nil && m.BackupDir == s.Dir {
+		if err := os.Remove(s.marker); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return syncDir(filepath.Dir(s.marker))
+	}
+	return nil
+}
+
+func (s *State) readMarker() (*marked, error) {
+	data, err := os.ReadFile(s.marker)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var m marked
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("%s: %v", s.marker, err)
+	}
+	return &m, nil
+}
+
+// Elsewhere returns the state of another backup directory that the marker beside the manifest
+// names and whose journal is still there: an apply run with another --backup-dir that did not
+// finish (or is under way). A marker whose journal is gone is stale and ignored.
+func (s *State) Elsewhere() (*State, *Entry, error) {
+	m, err := s.readMarker()
+	if err != nil || m == nil || m.BackupDir == s.Dir {
+		return nil, nil, err
+	}
+	other := &State{Dir: m.BackupDir, Manifest: s.Manifest, base: s.base, marker: s.marker}
+	j, err := other.Journal()
+	if err != nil || j == nil {
+		return nil, nil, err
+	}
+	return other, j, nil
 }
 
 // writeAtomic writes a file through a temporary file in the same directory, hidden by a leading

@@ -164,6 +164,12 @@ func (s *Swapper) Apply(ctx context.Context, manifest string, change Change, ver
 		}
 		return nil, refused("%s", unfinished(j, t, st))
 	}
+	if other, j, err := st.Elsewhere(); err != nil || j != nil {
+		if err != nil {
+			return nil, refused("%v", err)
+		}
+		return nil, refused("%s", unfinished(j, t, other))
+	}
 	history, err := st.History()
 	if err != nil {
 		return nil, refused("%v", err)
@@ -287,6 +293,9 @@ func (st *State) pending(t target) string {
 	if j, err := st.Journal(); err == nil && j != nil && st.LockHolder() == 0 {
 		return unfinished(j, t, st)
 	}
+	if other, j, err := st.Elsewhere(); err == nil && j != nil && other.LockHolder() == 0 {
+		return unfinished(j, t, other)
+	}
 	return ""
 }
 
@@ -301,8 +310,8 @@ func unfinished(j *Entry, t target, st *State) string {
 			now = "the original again"
 		}
 	}
-	return fmt.Sprintf("an apply started %s by pid %d did not finish (the process was killed): %s now holds %s; `cpswap rollback` would restore %s (sha256 %s)",
-		j.Time.Format(time.RFC3339), j.PID, t.path, now, filepath.Join(st.Dir, j.Before.Backup), j.Before.SHA256[:12])
+	return fmt.Sprintf("an apply started %s by pid %d did not finish (the process was killed): %s now holds %s; `cpswap rollback` would restore %s (sha256 %s): give it --backup-dir %s, where that apply's journal is",
+		j.Time.Format(time.RFC3339), j.PID, t.path, now, filepath.Join(st.Dir, j.Before.Backup), j.Before.SHA256[:12], st.Dir)
 }
 
 // Rolled is what a Rollback did.
@@ -340,6 +349,16 @@ func (s *Swapper) Rollback(manifest string, toOriginal, force bool) (*Rolled, er
 	j, err := st.Journal()
 	if err != nil {
 		return nil, refused("%v", err)
+	}
+	if j == nil {
+		// An unfinished apply run with another backup directory comes first: undoing an older
+		// apply from this one would leave that journal behind, to restore over this rollback later.
+		if other, oj, err := st.Elsewhere(); err != nil || oj != nil {
+			if err != nil {
+				return nil, refused("%v", err)
+			}
+			return nil, refused("%s; this rollback, with --backup-dir %s, would not undo it", unfinished(oj, t, other), st.Dir)
+		}
 	}
 	var snap Snapshot
 	var expect string

@@ -518,8 +518,12 @@ func TestBackupDirectoryOnAnotherFilesystem(t *testing.T) {
 	if _, err := s.Apply(context.Background(), manifest, Change{Image: newImage}, v); err != nil {
 		t.Fatal(err)
 	}
-	if during != "kube-apiserver.yaml kube-controller-manager.yaml kube-scheduler.yaml" {
+	// Beside the manifests, only the unfinished-apply marker, a dot file the kubelet skips.
+	if during != ".kube-controller-manager.yaml.cpswap-journal-in kube-apiserver.yaml kube-controller-manager.yaml kube-scheduler.yaml" {
 		t.Errorf("manifests directory during verification: %s", during)
+	}
+	if after := listing(t, filepath.Dir(manifest)); after != "kube-apiserver.yaml kube-controller-manager.yaml kube-scheduler.yaml" {
+		t.Errorf("manifests directory after the apply: %s", after)
 	}
 }
 
@@ -593,6 +597,51 @@ func TestUnfinishedApplyIsReported(t *testing.T) {
 	}
 	if p := s.Pending(manifest); p != "" {
 		t.Errorf("still pending: %s", p)
+	}
+}
+
+// TestUnfinishedApplySeenWithAnyBackupDir: an apply killed during verification is seen by every
+// run on the manifest, whatever its --backup-dir, through the marker beside the manifest: status,
+// history and plan report it, naming the backup directory that holds its journal; apply and
+// rollback with another backup directory refuse (a rollback from there would later be undone by
+// the unfinished apply's journal); the rollback with the right one restores and removes the marker.
+func TestUnfinishedApplySeenWithAnyBackupDir(t *testing.T) {
+	dir, manifest, s := setup(t)
+	stock := read(t, manifest)
+	v := &fakeVerifier{after: func(context.Context) (string, error) { panic("killed") }}
+	func() {
+		defer func() { recover() }()
+		s.Apply(context.Background(), manifest, Change{Image: newImage}, v)
+	}()
+	first, _ := filepath.Abs(s.BackupDir)
+	other := &Swapper{BackupDir: filepath.Join(t.TempDir(), "other-backups"), Timeout: time.Minute}
+	for name, p := range map[string]string{"pending (plan)": other.Pending(manifest), "history": func() string { _, p, _ := other.HistoryOf(manifest); return p }()} {
+		if !strings.Contains(p, "did not finish") || !strings.Contains(p, "the new, unverified manifest") || !strings.Contains(p, "--backup-dir "+first) {
+			t.Errorf("%s with another --backup-dir: %q", name, p)
+		}
+	}
+	status, err := other.StatusOf(manifest, "", "cpswap-test-none", newFakeProc(t, time.Now().Unix()).processes())
+	if err != nil || !strings.Contains(status.Unfinished, "--backup-dir "+first) {
+		t.Errorf("status with another --backup-dir: %v %+v", err, status)
+	}
+	_, err = other.Apply(context.Background(), manifest, Change{Image: "registry.example.com/k8s/kube-controller-manager:v1.17.3-idc.2"}, verifies())
+	wantCode(t, err, ExitRefused, "give it --backup-dir "+first)
+	_, err = other.Rollback(manifest, false, false)
+	wantCode(t, err, ExitRefused, "would not undo it")
+	if !bytes.Contains(read(t, manifest), []byte(newImage)) {
+		t.Error("a refused run changed the manifest")
+	}
+	if r, err := s.Rollback(manifest, false, false); err != nil || r.Undone != nil {
+		t.Fatalf("rollback with the apply's own backup directory: %v %+v", err, r)
+	}
+	if !bytes.Equal(read(t, manifest), stock) {
+		t.Error("not restored")
+	}
+	if p := other.Pending(manifest); p != "" {
+		t.Errorf("still pending: %s", p)
+	}
+	if got := listing(t, dir); got != "kube-apiserver.yaml kube-controller-manager.yaml kube-scheduler.yaml" {
+		t.Errorf("manifests directory after the rollback: %s", got)
 	}
 }
 
