@@ -364,6 +364,8 @@ func (s *Swapper) Rollback(manifest string, toOriginal, force bool) (*Rolled, er
 	var expect string
 	var undone *Entry
 	switch {
+	case j != nil && toOriginal:
+		return nil, refused("%s; that comes first: run `cpswap rollback` without --to original, then with it", unfinished(j, t, st))
 	case j != nil:
 		snap, expect = j.Before, j.After.SHA256
 		if currentSum == j.Before.SHA256 {
@@ -378,6 +380,11 @@ func (s *Swapper) Rollback(manifest string, toOriginal, force bool) (*Rolled, er
 		}
 		undone = &history.Applied[i]
 		snap, expect = undone.Before, history.Applied[len(history.Applied)-1].After.SHA256
+		if toOriginal && !force {
+			if gap := editedBetween(history.Applied); gap != "" {
+				return nil, refused("%s: rolling back to the original would lose that edit; roll back one apply at a time, or use --force", gap)
+			}
+		}
 	}
 	if undone != nil && currentSum == undone.Before.SHA256 {
 		expect = currentSum // restored already by a rollback that was killed before its history was written
@@ -423,6 +430,18 @@ func (s *Swapper) Rollback(manifest string, toOriginal, force bool) (*Rolled, er
 		return nil, &Failure{Code: ExitBroken, Err: fmt.Errorf("restored %s, but the history cannot be written: %v", t.path, err)}
 	}
 	return out, nil
+}
+
+// editedBetween describes the first hand edit between two recorded applies (one that started
+// from something other than what the one before it left), or returns "".
+func editedBetween(applied []Entry) string {
+	for k := 1; k < len(applied); k++ {
+		if prev, next := applied[k-1], applied[k]; next.Before.SHA256 != prev.After.SHA256 {
+			return fmt.Sprintf("the manifest was edited between the apply of %s (which left sha256 %s) and that of %s (which found sha256 %s)",
+				prev.Time.Format(time.RFC3339), prev.After.SHA256[:12], next.Time.Format(time.RFC3339), next.Before.SHA256[:12])
+		}
+	}
+	return ""
 }
 
 // checkRestore reads the manifest in place and the one a rollback would restore. foreign: the

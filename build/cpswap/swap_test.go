@@ -390,6 +390,59 @@ func TestHistoryAndRollbackChain(t *testing.T) {
 	}
 }
 
+// TestRollbackToOriginalRefusesWhatItWouldLose: --to original with an unfinished apply pending
+// does not act as a plain rollback, and over a hand edit made between two applies it refuses
+// (the edit would be lost) unless --force; one apply at a time still works.
+func TestRollbackToOriginalRefusesWhatItWouldLose(t *testing.T) {
+	t.Run("unfinished apply pending", func(t *testing.T) {
+		_, manifest, s := setup(t)
+		if _, err := s.Apply(context.Background(), manifest, Change{Image: newImage}, verifies()); err != nil {
+			t.Fatal(err)
+		}
+		ours := read(t, manifest)
+		func() {
+			defer func() { recover() }()
+			s.Apply(context.Background(), manifest, Change{Profiles: profiles(t, "leases")},
+				&fakeVerifier{after: func(context.Context) (string, error) { panic("killed") }})
+		}()
+		unverified := read(t, manifest)
+		_, err := s.Rollback(manifest, true, false)
+		wantCode(t, err, ExitRefused, "run `cpswap rollback` without --to original, then with it")
+		if !bytes.Equal(read(t, manifest), unverified) {
+			t.Error("the refused rollback changed the manifest")
+		}
+		if _, err := s.Rollback(manifest, false, false); err != nil || !bytes.Equal(read(t, manifest), ours) {
+			t.Fatalf("plain rollback of the unfinished apply: %v", err)
+		}
+	})
+	t.Run("hand edit between two applies", func(t *testing.T) {
+		_, manifest, s := setup(t)
+		stock := read(t, manifest)
+		if _, err := s.Apply(context.Background(), manifest, Change{Image: newImage}, verifies()); err != nil {
+			t.Fatal(err)
+		}
+		edited := append(read(t, manifest), []byte("# tuned by hand\n")...)
+		if err := os.WriteFile(manifest, edited, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Apply(context.Background(), manifest, Change{Profiles: profiles(t, "leases")}, verifies()); err != nil {
+			t.Fatal(err)
+		}
+		latest := read(t, manifest)
+		_, err := s.Rollback(manifest, true, false)
+		wantCode(t, err, ExitRefused, "was edited between the apply of")
+		if !bytes.Equal(read(t, manifest), latest) {
+			t.Error("the refused rollback changed the manifest")
+		}
+		if _, err := s.Rollback(manifest, false, false); err != nil || !bytes.Equal(read(t, manifest), edited) {
+			t.Fatalf("one apply at a time brings back the hand edit: %v", err)
+		}
+		if _, err := s.Rollback(manifest, true, true); err != nil || !bytes.Equal(read(t, manifest), stock) {
+			t.Fatalf("--to original --force: %v", err)
+		}
+	})
+}
+
 // TestRollbackRefusesWhatItCannotTrust: a backup changed since it was written, another
 // component's manifest, a name outside the backup directory, and a manifest edited by hand since
 // the apply are refused, naming the cause, and nothing changes.
