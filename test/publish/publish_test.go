@@ -350,7 +350,8 @@ func (e *env) cosignRun(args ...string) (string, error) {
 }
 
 // cpswapVerify runs cpswap plan and apply with --verify-key against the registry: our key
-// passes, another key and a tag without digest are refused before the manifest changes.
+// passes; another key, a tag without digest, an unsigned digest and a tag whose digest is not the
+// one given are refused before the manifest changes.
 func (e *env) cpswapVerify(t *testing.T) {
 	cpswap := filepath.Join(e.tmp, "cpswap")
 	build := exec.Command("go", "build", "-o", cpswap, "./build/cmd/cpswap")
@@ -387,7 +388,8 @@ func (e *env) cpswapVerify(t *testing.T) {
 		{"another key", "plan", e.pinned(components[0]), e.key("other", "pub"), 1, "none of its 1 signature(s) verifies with the given key"},
 		{"another key, apply", "apply", e.pinned(components[0]), e.key("other", "pub"), 1, "none of its 1 signature(s) verifies with the given key"},
 		{"a tag without digest", "apply", e.tag(components[0]), e.key("release", "pub"), 1, "--verify-key checks a digest"},
-		{"an unsigned digest", "apply", e.tag(components[0]) + "@" + e.digest(components[1]), e.key("release", "pub"), 1, "not signed"},
+		{"an unsigned digest", "apply", fmt.Sprintf("%s/%s/%s@%s", e.host, repoPath, components[0], e.digest(components[1])), e.key("release", "pub"), 1, "not signed"},
+		{"a tag and a digest that disagree", "apply", e.tag(components[0]) + "@" + e.digest(components[1]), e.key("release", "pub"), 1, "points at " + e.digest(components[0]) + " in the registry, not at the digest given"},
 	}
 	for _, c := range cases {
 		args := append([]string{c.verb, "--image", c.image, "--verify-key", c.key}, common...)

@@ -86,10 +86,11 @@ func (t *target) bind(cmd *cobra.Command) {
 
 // change flags of plan and apply.
 type changeFlags struct {
-	image, profile string
-	flags          []string
-	verifyKey      string
-	registry       registry.Options
+	image, profile  string
+	flags           []string
+	verifyKey       string
+	registry        registry.Options
+	registryTimeout time.Duration
 }
 
 func (c *changeFlags) bind(cmd *cobra.Command, t *target) {
@@ -100,6 +101,7 @@ func (c *changeFlags) bind(cmd *cobra.Command, t *target) {
 	cmd.Flags().StringVar(&c.verifyKey, "verify-key", "", "cosign public key: refuse an --image (pinned by digest) whose signature in its registry does not verify with it")
 	cmd.Flags().StringVar(&c.registry.CAFile, "registry-ca-file", "", "PEM file of the CA of the image's registry, for --verify-key (credentials: DOCKER_CONFIG or ~/.docker/config.json)")
 	cmd.Flags().BoolVar(&c.registry.PlainHTTP, "registry-plain-http", false, "allow plain HTTP to the image's registry, for --verify-key")
+	cmd.Flags().DurationVar(&c.registryTimeout, "registry-timeout", time.Minute, "bound on the registry's answers for --verify-key (the tag's digest, the signature)")
 }
 
 // verifySignature checks the planned image's signature when --verify-key asks for it.
@@ -110,7 +112,7 @@ func (c *changeFlags) verifySignature(ctx context.Context, e *cpswap.Edited) err
 	if c.image == "" {
 		return &cpswap.Failure{Code: cpswap.ExitUsage, Err: errors.New("--verify-key checks the image of --image: give --image")}
 	}
-	verified, err := cpswap.VerifySignature(ctx, e.Image, c.verifyKey, c.registry)
+	verified, err := cpswap.VerifySignature(ctx, e.Image, c.verifyKey, c.registry, c.registryTimeout)
 	if err != nil {
 		return err
 	}
