@@ -122,8 +122,30 @@ func (v *ComponentVerifier) Before(ctx context.Context) error {
 			v.renewTime = lease.Spec.RenewTime.Time
 		}
 	}
+	if err := v.mirrorPodFound(ctx); err != nil {
+		return err
+	}
 	v.before, err = v.Procs.Named(v.Comm)
 	return err
+}
+
+// mirrorPodFound checks, before the swap, that the mirror pod in which the pinned digest will be
+// checked exists: a Node not named after the host would otherwise cost the whole --timeout and a
+// rollback.
+func (v *ComponentVerifier) mirrorPodFound(parent context.Context) error {
+	if v.ImageDigest == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(parent, v.requestTimeout())
+	defer cancel()
+	err := v.Pods.Get().Namespace(v.PodNamespace).Resource("pods").Name(v.PodName).Context(ctx).Do().Error()
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("mirror pod %s/%s not found, in which the digest the kubelet runs would be checked: the kubelet names it after its Node; if this host's Node is named otherwise, give --node-name", v.PodNamespace, v.PodName)
+	case err != nil:
+		return fmt.Errorf("the apiserver cannot be asked for the mirror pod %s/%s, so the digest could not be verified: %v", v.PodNamespace, v.PodName, err)
+	}
+	return nil
 }
 
 // leaseState says whether the Lease shows a leader renewing since the change, and who. A renewal

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/procfs"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -325,5 +326,48 @@ func TestHealthURL(t *testing.T) {
 		} else if err != nil || got != tc.want {
 			t.Errorf("%v: %q, %v; want %q", tc.replace, got, err, tc.want)
 		}
+	}
+}
+
+// TestMirrorPodIsCheckedBeforeTheSwap: with a digest, a mirror pod that does not exist under the
+// host's name (a Node named otherwise) refuses the apply before anything changes, saying to give
+// --node-name, instead of costing the whole --timeout and a rollback with an empty error.
+func TestMirrorPodIsCheckedBeforeTheSwap(t *testing.T) {
+	const mirrorPod = "/api/v1/namespaces/kube-system/pods/kube-controller-manager-master-1"
+	for _, c := range []struct {
+		name    string
+		exists  bool
+		wantErr string
+	}{
+		{name: "mirror pod under the host's name", exists: true},
+		{name: "Node named otherwise", wantErr: "give --node-name"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				if r.URL.Path == mirrorPod && c.exists {
+					json.NewEncoder(w).Encode(&corev1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}})
+					return
+				}
+				w.WriteHeader(http.StatusNotFound) // no such pod, no Lease
+				w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`))
+			}))
+			defer api.Close()
+			client, err := kubernetes.NewForConfig(&rest.Config{Host: api.URL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := &ComponentVerifier{
+				Procs: newFakeProc(t, time.Now().Unix()).processes(), Comm: "kube-controller-manager",
+				Leases: client.CoordinationV1().RESTClient(), LeaseNamespace: "kube-system", LeaseName: "kube-controller-manager",
+				Hostname: "master-1", Interval: 20 * time.Millisecond,
+				ImageDigest: someDigest, Pods: client.CoreV1().RESTClient(), ContainerName: "kube-controller-manager",
+				PodNamespace: "kube-system", PodName: "kube-controller-manager-master-1",
+			}
+			err = v.Before(context.Background())
+			if (c.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.wantErr)) {
+				t.Errorf("Before: %v, want %q", err, c.wantErr)
+			}
+		})
 	}
 }
