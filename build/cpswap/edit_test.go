@@ -430,20 +430,73 @@ func TestBooleanFlagsMatchTheComponents(t *testing.T) {
 			found[m[1]] = true
 		}
 	}
-	var missing, extra []string
+	if missing, extra := differences(found, booleanFlags); len(missing)+len(extra) > 0 {
+		t.Errorf("booleanFlags differs from the components' --help: missing %q, not in --help %q", missing, extra)
+	}
+}
+
+// TestFlagsTheComponentDoesNotHaveAreRefused: a misspelt or foreign flag, or a profile on a
+// component it does not belong to, would keep the component from starting; each is refused
+// before anything changes, naming the flag (and the likely one meant).
+func TestFlagsTheComponentDoesNotHaveAreRefused(t *testing.T) {
+	dir := kubeadmManifests(t)
+	leases, _ := LookupProfiles("leases")
+	for _, tc := range []struct {
+		name     string
+		manifest string
+		change   Change
+		wantErr  string
+	}{
+		{name: "a typo", manifest: "kube-controller-manager.yaml", change: Change{Flags: []Flag{{Name: "--kube-api-qsp", Value: "50"}}},
+			wantErr: "--kube-api-qsp is not a flag of kube-controller-manager v1.17.3 (its --help lists no such flag); did you mean --kube-api-qps?"},
+		{name: "three dashes", manifest: "kube-scheduler.yaml", change: Change{Flags: []Flag{{Name: "---x", Value: "1"}}},
+			wantErr: "---x is not a flag of kube-scheduler v1.17.3"},
+		{name: "another component's flag", manifest: "kube-scheduler.yaml", change: Change{Flags: []Flag{{Name: "--concurrent-endpoint-syncs", Value: "10"}}},
+			wantErr: "--concurrent-endpoint-syncs is not a flag of kube-scheduler v1.17.3"},
+		{name: "a profile on kube-apiserver", manifest: "kube-apiserver.yaml", change: Change{Profiles: leases},
+			wantErr: "profile leases is for kube-controller-manager and kube-scheduler, this manifest runs kube-apiserver"},
+		{name: "a flag on kube-apiserver", manifest: "kube-apiserver.yaml", change: Change{Flags: []Flag{{Name: "--v", Value: "2"}}},
+			wantErr: "cpswap sets flags of kube-controller-manager and kube-scheduler only; this manifest runs kube-apiserver"},
+		{name: "a real flag", manifest: "kube-scheduler.yaml", change: Change{Flags: []Flag{{Name: "--kube-api-qps", Value: "100"}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Plan(filepath.Join(dir, tc.manifest), tc.change)
+			if (tc.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("error %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestComponentFlagsMatchTheComponents: componentFlags lists exactly the flags the built
+// kube-controller-manager and kube-scheduler v1.17.3 print in --help.
+func TestComponentFlagsMatchTheComponents(t *testing.T) {
+	listed := regexp.MustCompile(`(?m)^\s+(?:-[a-z], )?(--[a-z0-9-]+)`)
+	for component, known := range componentFlags {
+		out, _ := exec.Command(harness.Binary(t, "stock", component), "--help").CombinedOutput()
+		found := map[string]bool{}
+		for _, m := range listed.FindAllStringSubmatch(string(out), -1) {
+			found[m[1]] = true
+		}
+		if missing, extra := differences(found, known); len(found) < 50 || len(missing)+len(extra) > 0 {
+			t.Errorf("%s: %d flags in --help; componentFlags misses %q and lists %q that --help does not", component, len(found), missing, extra)
+		}
+	}
+}
+
+// differences lists, sorted, what found has and listed lacks (missing), and the reverse (extra).
+func differences(found, listed map[string]bool) (missing, extra []string) {
 	for name := range found {
-		if !booleanFlags[name] {
+		if !listed[name] {
 			missing = append(missing, name)
 		}
 	}
-	for name := range booleanFlags {
+	for name := range listed {
 		if !found[name] {
 			extra = append(extra, name)
 		}
 	}
 	sort.Strings(missing)
 	sort.Strings(extra)
-	if len(missing)+len(extra) > 0 {
-		t.Errorf("booleanFlags differs from the components' --help: missing %q, not in --help %q", missing, extra)
-	}
+	return missing, extra
 }

@@ -163,11 +163,23 @@ func Edit(data []byte, change Change) (*Edited, error) {
 // refuses flags meant for another component or ignored by it.
 func resolveFlags(component string, before commandLine, change Change) ([]Flag, []string, error) {
 	var all []Flag
+	known, managed := componentFlags[component]
 	for _, p := range change.Profiles {
 		if p.OnlyFor != "" && p.OnlyFor != component {
 			return nil, nil, fmt.Errorf("profile %s is for %s, this manifest runs %s", p.Name, p.OnlyFor, component)
 		}
+		if !managed {
+			return nil, nil, fmt.Errorf("profile %s is for kube-controller-manager and kube-scheduler, this manifest runs %s", p.Name, component)
+		}
 		all = append(all, p.Flags...)
+	}
+	for _, f := range change.Flags {
+		switch {
+		case !managed:
+			return nil, nil, fmt.Errorf("cpswap sets flags of kube-controller-manager and kube-scheduler only; this manifest runs %s", component)
+		case !known[f.Name]:
+			return nil, nil, fmt.Errorf("%s is not a flag of %s v1.17.3 (its --help lists no such flag)%s: the component would not start", f.Name, component, didYouMean(f.Name, known))
+		}
 	}
 	all = append(all, change.Flags...)
 	var flags []Flag
@@ -253,4 +265,39 @@ func LeaseOf(e *Edited) (namespace, name string) {
 		}
 	}
 	return namespace, name
+}
+
+// didYouMean suggests the known flag closest to a misspelt one (at most two edits away).
+func didYouMean(name string, known map[string]bool) string {
+	best, bestDistance := "", 3
+	for k := range known {
+		if d := editDistance(name, k); d < bestDistance || (d == bestDistance && k < best) {
+			best, bestDistance = k, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return "; did you mean " + best + "?"
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }

@@ -96,7 +96,7 @@ type changeFlags struct {
 func (c *changeFlags) bind(cmd *cobra.Command, t *target) {
 	cmd.Flags().StringVar(&c.image, "image", "", "new image, REGISTRY/COMPONENT:TAG, REGISTRY/COMPONENT@sha256:DIGEST or both")
 	cmd.Flags().StringVar(&c.profile, "profile", "", "named flag profiles, comma-separated: "+strings.Join(cpswap.ProfileNames(), ", "))
-	cmd.Flags().StringArrayVar(&c.flags, "flag", nil, "set a component flag, --flag=--name=value (repeatable)")
+	cmd.Flags().StringArrayVar(&c.flags, "flag", nil, "set a component flag, --flag=--name=value (repeatable; a flag the component's --help lists)")
 	cmd.Flags().StringVar(&t.container, "container", "", "container to change (default: the only one)")
 	cmd.Flags().StringVar(&c.verifyKey, "verify-key", "", "cosign public key: refuse an --image (pinned by digest) whose signature in its registry does not verify with it")
 	cmd.Flags().StringVar(&c.registry.CAFile, "registry-ca-file", "", "PEM file of the CA of the image's registry, for --verify-key (credentials: DOCKER_CONFIG or ~/.docker/config.json)")
