@@ -39,8 +39,8 @@ type Edited struct {
 	Flags []string
 	// Notes tell the operator about choices made (a higher limit kept, ...).
 	Notes []string
-	// changed is the container as the changed manifest has it.
-	changed *v1.Container
+	// original and changed are the container as the manifest has it before and after.
+	original, changed *v1.Container
 }
 
 // Unchanged reports a change that leaves the manifest byte for byte as it is.
@@ -103,7 +103,7 @@ func Edit(data []byte, change Change) (*Edited, error) {
 		return nil, err
 	}
 	before := parseCommandLine(c)
-	out := &Edited{Before: data, Container: c.Name, Component: componentOf(c, before)}
+	out := &Edited{Before: data, Container: c.Name, Component: componentOf(c, before), original: c}
 	switch before.binary {
 	case "sh", "bash", "dash", "ash", "busybox", "env":
 		return nil, fmt.Errorf("container %s starts %s: cpswap cannot see the component's flags through a shell", c.Name, before.binary)
@@ -240,12 +240,19 @@ func Diff(path string, before, after []byte) string {
 
 // ComponentArgs are the flags the changed container runs with: command[1:] and args (command
 // replaces the image's entrypoint, args follow it), the end of the new process's command line.
-func ComponentArgs(e *Edited) []string {
+func ComponentArgs(e *Edited) []string { return containerArgs(e.changed) }
+
+// OriginalArgs are the flags the manifest gave the component before the change: the old process
+// is the one whose command line ends with them.
+func OriginalArgs(e *Edited) []string { return containerArgs(e.original) }
+
+// containerArgs are the words after the binary: command[1:] and args.
+func containerArgs(c *v1.Container) []string {
 	args := []string{}
-	if len(e.changed.Command) > 1 {
-		args = append(args, e.changed.Command[1:]...)
+	if len(c.Command) > 1 {
+		args = append(args, c.Command[1:]...)
 	}
-	return append(args, e.changed.Args...)
+	return append(args, c.Args...)
 }
 
 // LeaseOf is the leader Lease the changed component uses: kube-system/<component> unless its

@@ -556,6 +556,9 @@ type Status struct {
 	Flags            map[string]string // the lock and the profiles' flags, as the component reads them
 	Process          *Process
 	ProcessStarted   time.Time
+	// ProcessRunsManifest: Process's command line ends with the manifest's flags; otherwise it
+	// is only the newest process of that name.
+	ProcessRunsManifest bool
 	// RollbackTarget is the apply `cpswap rollback` would undo, if any.
 	RollbackTarget *Entry
 	Applies        int
@@ -598,7 +601,14 @@ func (s *Swapper) StatusOf(manifest, containerName, processName string, procs Pr
 	if processName == "" {
 		processName = componentOf(c, cl)
 	}
-	if running, err := procs.Named(processName); err == nil && len(running) > 0 {
+	// The process running this manifest: its command line ends with the manifest's flags (another
+	// process of that name on the host is not it). Failing that, the newest of that name, said so.
+	running, err := procs.named(processName, containerArgs(c))
+	out.ProcessRunsManifest = err == nil && len(running) > 0
+	if !out.ProcessRunsManifest {
+		running, err = procs.Named(processName)
+	}
+	if err == nil && len(running) > 0 {
 		newest := running[len(running)-1]
 		out.Process = &newest
 		out.ProcessStarted, _ = procs.StartedAt(newest)

@@ -35,9 +35,12 @@ type ComponentVerifier struct {
 	Procs Processes
 	Comm  string // process name
 	// Args, if not nil, are the new manifest's flags: a new process counts only if its command
-	// line ends with them (an old container restarted meanwhile does not count).
-	Args      []string
-	HealthURL string
+	// line ends with them (an old container restarted meanwhile does not count). OldArgs, if not
+	// nil, are the old manifest's: only processes whose command line ends with them are the old
+	// instance the kubelet must stop (another process of that name on the host, a test run or a
+	// second copy, is none of cpswap's business).
+	Args, OldArgs []string
+	HealthURL     string
 	// Leases reads coordination.k8s.io/v1 Leases (a REST client for that group).
 	Leases         rest.Interface
 	LeaseNamespace string
@@ -125,7 +128,7 @@ func (v *ComponentVerifier) Before(ctx context.Context) error {
 	if err := v.mirrorPodFound(ctx); err != nil {
 		return err
 	}
-	v.before, err = v.Procs.Named(v.Comm)
+	v.before, err = v.Procs.named(v.Comm, v.OldArgs)
 	return err
 }
 

@@ -371,3 +371,62 @@ func TestMirrorPodIsCheckedBeforeTheSwap(t *testing.T) {
 		})
 	}
 }
+
+// TestOnlyTheOldInstanceIsWaitedFor: another process of the component's name on the host (a test
+// run, a second copy with other flags) is not the old instance: verification waits for the one
+// whose command line ends with the old manifest's flags to exit, not for every process named so.
+func TestOnlyTheOldInstanceIsWaitedFor(t *testing.T) {
+	api := newFakeAPIServer(t)
+	api.set("master-1_old", time.Now().Add(-time.Second))
+	fake := newFakeProc(t, time.Now().Unix())
+	oldArgs := []string{"--leader-elect=true"}
+	newArgs := []string{"--leader-elect=true", "--leader-elect-resource-lock=leases"}
+	fake.args = oldArgs
+	fake.run(100, "kube-controller", 5000)
+	fake.args = []string{"--kubeconfig=/tmp/a-test-cluster.conf"}
+	fake.run(200, "kube-controller", 5100) // unrelated, keeps running throughout
+	url, _ := healthServer(t)
+	v := &ComponentVerifier{
+		Procs: fake.processes(), Comm: "kube-controller-manager", Args: newArgs, OldArgs: oldArgs, HealthURL: url,
+		Leases: api.leases(t), LeaseNamespace: "kube-system", LeaseName: "kube-controller-manager",
+		Hostname: "master-1", Interval: 20 * time.Millisecond, Soak: 100 * time.Millisecond,
+	}
+	if err := v.Before(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	fake.exit(100)
+	fake.args = newArgs
+	fake.run(101, "kube-controller", 9000)
+	api.set("master-1_new", time.Now())
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if got, err := v.After(ctx); err != nil || !strings.Contains(got, "new kube-controller-manager pid 101") {
+		t.Errorf("got %q, %v; want pid 101 verified while pid 200 runs on", got, err)
+	}
+}
+
+// TestStatusShowsTheProcessOfThisManifest: status names the process whose command line ends with
+// the manifest's flags, not merely the newest process of that name.
+func TestStatusShowsTheProcessOfThisManifest(t *testing.T) {
+	_, manifest, s := setup(t)
+	pod, err := Parse(read(t, manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := container(pod, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := newFakeProc(t, time.Now().Unix())
+	fake.args = containerArgs(c)
+	fake.run(100, "kube-controller", 5000)
+	fake.args = []string{"--kubeconfig=/tmp/a-test-cluster.conf"}
+	fake.run(200, "kube-controller", 6000) // newer, another cluster's
+	st, err := s.StatusOf(manifest, "", "", fake.processes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Process == nil || st.Process.PID != 100 || !st.ProcessRunsManifest {
+		t.Errorf("status process %+v (runs the manifest: %v), want pid 100", st.Process, st.ProcessRunsManifest)
+	}
+}

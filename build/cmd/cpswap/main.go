@@ -250,7 +250,7 @@ A change that leaves the manifest as it is writes nothing and exits 0.`,
 	cmd.Flags().StringVar(&nodeName, "node-name", "", "this master's Node name, for the mirror pod whose image ID is checked when --image pins a digest (default: the host name, lower case)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Minute, "how long to wait for the component to verify before rolling back")
 	cmd.Flags().DurationVar(&soak, "soak", 30*time.Second, "how long the new process must stay up and healthy")
-	cmd.Flags().BoolVar(&checkCmdline, "check-cmdline", true, "count only a process whose command line ends with the new manifest's flags")
+	cmd.Flags().BoolVar(&checkCmdline, "check-cmdline", true, "count only a process whose command line ends with the new manifest's flags as new, and one that ends with the old manifest's as the old")
 	return cmd
 }
 
@@ -291,12 +291,12 @@ func newVerifier(e *cpswap.Edited, kubeconfig, healthURL, lease, process, hostna
 			return nil, bad("%v", err)
 		}
 	}
-	var args []string
+	var args, oldArgs []string
 	if checkCmdline {
-		args = cpswap.ComponentArgs(e)
+		args, oldArgs = cpswap.ComponentArgs(e), cpswap.OriginalArgs(e)
 	}
 	v := &cpswap.ComponentVerifier{
-		Procs: procs, Comm: process, Args: args, HealthURL: healthURL,
+		Procs: procs, Comm: process, Args: args, OldArgs: oldArgs, HealthURL: healthURL,
 		Leases: client.CoordinationV1().RESTClient(), LeaseNamespace: namespace, LeaseName: name,
 		Hostname: hostname, Interval: time.Second, Soak: soak,
 	}
@@ -454,7 +454,11 @@ func newStatus() *cobra.Command {
 				}
 			}
 			if st.Process != nil {
-				fmt.Printf("process:   pid %d, started %s\n", st.Process.PID, st.ProcessStarted.Format(time.RFC3339))
+				fmt.Printf("process:   pid %d, started %s", st.Process.PID, st.ProcessStarted.Format(time.RFC3339))
+				if !st.ProcessRunsManifest {
+					fmt.Print(" (the newest of that name: none runs with this manifest's flags)")
+				}
+				fmt.Println()
 			} else {
 				fmt.Println("process:   none running")
 			}
