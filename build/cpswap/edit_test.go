@@ -6,10 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
 	"testing"
+
+	v1 "k8s.io/api/core/v1"
 
 	"github.com/idc-lts/kube-1.17/test/harness"
 )
@@ -499,4 +502,29 @@ func differences(found, listed map[string]bool) (missing, extra []string) {
 	sort.Strings(missing)
 	sort.Strings(extra)
 	return missing, extra
+}
+
+// TestFlagsAreExpandedAsTheKubeletExpandsThem: $(VAR) in a manifest's flags reaches the process
+// expanded from the container's env (so the command-line check can pass); a variable whose value
+// comes from elsewhere (valueFrom) cannot be known, and says to turn the check off.
+func TestFlagsAreExpandedAsTheKubeletExpandsThem(t *testing.T) {
+	c := &v1.Container{
+		Name:    "kube-controller-manager",
+		Command: []string{"kube-controller-manager", "--a=$(A)", "--b=$(B)"},
+		Args:    []string{"--escaped=$$(A)", "--undefined=$(NOPE)", "--dollar=$5", "--open=$(A"},
+		Env: []v1.EnvVar{
+			{Name: "A", Value: "x"},
+			{Name: "B", Value: "$(A)-y"},
+			{Name: "POD_IP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+		},
+	}
+	got, err := containerArgs(c)
+	want := []string{"--a=x", "--b=x-y", "--escaped=$(A)", "--undefined=$(NOPE)", "--dollar=$5", "--open=$(A"}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q, %v; want %q", got, err, want)
+	}
+	c.Args = append(c.Args, "--bind-address=$(POD_IP)")
+	if _, err := containerArgs(c); err == nil || !strings.Contains(err.Error(), "$(POD_IP)") || !strings.Contains(err.Error(), "--check-cmdline=false") {
+		t.Errorf("a valueFrom reference: %v", err)
+	}
 }

@@ -240,19 +240,76 @@ func Diff(path string, before, after []byte) string {
 
 // ComponentArgs are the flags the changed container runs with: command[1:] and args (command
 // replaces the image's entrypoint, args follow it), the end of the new process's command line.
-func ComponentArgs(e *Edited) []string { return containerArgs(e.changed) }
+func ComponentArgs(e *Edited) ([]string, error) { return containerArgs(e.changed) }
 
 // OriginalArgs are the flags the manifest gave the component before the change: the old process
 // is the one whose command line ends with them.
-func OriginalArgs(e *Edited) []string { return containerArgs(e.original) }
+func OriginalArgs(e *Edited) ([]string, error) { return containerArgs(e.original) }
 
-// containerArgs are the words after the binary: command[1:] and args.
-func containerArgs(c *v1.Container) []string {
-	args := []string{}
+// containerArgs are the words after the binary (command[1:] and args) as the process gets them:
+// the kubelet expands $(VAR) from the container's env first. A reference to a variable whose
+// value the manifest does not hold (valueFrom) cannot be expanded here: that is an error.
+func containerArgs(c *v1.Container) ([]string, error) {
+	words := []string{}
 	if len(c.Command) > 1 {
-		args = append(args, c.Command[1:]...)
+		words = append(words, c.Command[1:]...)
 	}
-	return append(args, c.Args...)
+	words = append(words, c.Args...)
+	env := map[string]string{}
+	unknown := map[string]bool{}
+	for _, e := range c.Env {
+		if e.ValueFrom != nil {
+			unknown[e.Name] = true
+			continue
+		}
+		value, _ := expand(e.Value, env, nil)
+		env[e.Name], unknown[e.Name] = value, false
+	}
+	for i, w := range words {
+		expanded, missing := expand(w, env, unknown)
+		if missing != "" {
+			return nil, fmt.Errorf("container %s's flag %q refers to $(%s), whose value comes from elsewhere (valueFrom): cpswap cannot know the command line the kubelet gives it; use --check-cmdline=false", c.Name, w, missing)
+		}
+		words[i] = expanded
+	}
+	return words, nil
+}
+
+// expand replaces $(NAME) as the kubelet does (k8s.io/kubernetes/third_party/forked/golang/
+// expansion): a defined NAME by its value, "$$" by "$", anything else as it is. missing names the
+// first reference to a variable in unknown.
+func expand(s string, env map[string]string, unknown map[string]bool) (out, missing string) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' || i+1 >= len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch next := s[i+1]; {
+		case next == '$':
+			b.WriteByte('$')
+			i++
+		case next == '(':
+			end := strings.IndexByte(s[i+2:], ')')
+			if end < 0 {
+				b.WriteString(s[i:])
+				return b.String(), missing
+			}
+			name := s[i+2 : i+2+end]
+			if value, ok := env[name]; ok && !unknown[name] {
+				b.WriteString(value)
+			} else {
+				if unknown[name] && missing == "" {
+					missing = name
+				}
+				b.WriteString(s[i : i+3+end])
+			}
+			i += 2 + end
+		default:
+			b.WriteByte('$')
+		}
+	}
+	return b.String(), missing
 }
 
 // LeaseOf is the leader Lease the changed component uses: kube-system/<component> unless its

@@ -603,7 +603,11 @@ func (s *Swapper) StatusOf(manifest, containerName, processName string, procs Pr
 	}
 	// The process running this manifest: its command line ends with the manifest's flags (another
 	// process of that name on the host is not it). Failing that, the newest of that name, said so.
-	running, err := procs.named(processName, containerArgs(c))
+	var running []Process
+	args, err := containerArgs(c)
+	if err == nil {
+		running, err = procs.named(processName, args)
+	}
 	out.ProcessRunsManifest = err == nil && len(running) > 0
 	if !out.ProcessRunsManifest {
 		running, err = procs.Named(processName)

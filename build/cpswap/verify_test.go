@@ -418,7 +418,9 @@ func TestStatusShowsTheProcessOfThisManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	fake := newFakeProc(t, time.Now().Unix())
-	fake.args = containerArgs(c)
+	if fake.args, err = containerArgs(c); err != nil {
+		t.Fatal(err)
+	}
 	fake.run(100, "kube-controller", 5000)
 	fake.args = []string{"--kubeconfig=/tmp/a-test-cluster.conf"}
 	fake.run(200, "kube-controller", 6000) // newer, another cluster's

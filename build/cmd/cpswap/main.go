@@ -293,7 +293,12 @@ func newVerifier(e *cpswap.Edited, kubeconfig, healthURL, lease, process, hostna
 	}
 	var args, oldArgs []string
 	if checkCmdline {
-		args, oldArgs = cpswap.ComponentArgs(e), cpswap.OriginalArgs(e)
+		if args, err = cpswap.ComponentArgs(e); err != nil {
+			return nil, bad("%v", err)
+		}
+		if oldArgs, err = cpswap.OriginalArgs(e); err != nil {
+			return nil, bad("%v", err)
+		}
 	}
 	v := &cpswap.ComponentVerifier{
 		Procs: procs, Comm: process, Args: args, OldArgs: oldArgs, HealthURL: healthURL,
