@@ -91,6 +91,9 @@ func OpenState(backupDir, manifest, kubeletDir string, create bool) (*State, err
 	if err := outside(kubeletDir, backupDir); err != nil {
 		return nil, err
 	}
+	if err := vetPath(backupDir, kubeletDir); err != nil {
+		return nil, err
+	}
 	marker := journalMarker(kubeletDir, manifest)
 	if _, err := os.Stat(backupDir); !create && errors.Is(err, os.ErrNotExist) {
 		return &State{Dir: backupDir, Manifest: manifest, base: filepath.Base(manifest), marker: marker}, nil
@@ -109,6 +112,52 @@ func OpenState(backupDir, manifest, kubeletDir string, create bool) (*State, err
 		return nil, err
 	}
 	return &State{Dir: dir, Manifest: manifest, base: filepath.Base(manifest), marker: marker}, nil
+}
+
+// vetPath checks the backup directory's path as given, before anything is created: no component
+// is a symlink someone else owns (whoever owns it decides where root writes), and the directory
+// lands outside the manifests directory once the part that exists is resolved (a symlink into it)
+// and compared by identity (a bind mount of it elsewhere has other names, the same inode).
+func vetPath(backupDir, kubeletDir string) error {
+	euid := os.Geteuid()
+	manifests, err := os.Stat(kubeletDir)
+	if err != nil {
+		return fmt.Errorf("manifests directory: %v", err)
+	}
+	existing, rest := "/", ""
+	parts := strings.Split(strings.TrimPrefix(filepath.Clean(backupDir), "/"), "/")
+	for i, part := range parts {
+		prefix := filepath.Join(existing, part)
+		info, err := os.Lstat(prefix)
+		if errors.Is(err, os.ErrNotExist) {
+			rest = filepath.Join(parts[i:]...)
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("backup directory %s: %v", backupDir, err)
+		}
+		if info.Mode()&os.ModeSymlink != 0 {
+			if owner := int(info.Sys().(*syscall.Stat_t).Uid); owner != 0 && owner != euid {
+				return fmt.Errorf("backup directory %s goes through the symlink %s, owned by uid %d: whoever owns it decides where the backups go; give a path without it", backupDir, prefix, owner)
+			}
+		}
+		existing = prefix
+	}
+	resolved, err := filepath.EvalSymlinks(existing)
+	if err != nil {
+		return fmt.Errorf("backup directory %s: %v", backupDir, err)
+	}
+	if err := outside(kubeletDir, filepath.Join(resolved, rest)); err != nil {
+		return fmt.Errorf("%v (reached through %s)", err, backupDir)
+	}
+	for dir := resolved; ; dir = filepath.Dir(dir) {
+		if info, err := os.Stat(dir); err == nil && os.SameFile(info, manifests) {
+			return fmt.Errorf("backup directory %s is inside the manifests directory %s, reached as %s (a bind mount or another path to it): the kubelet would run a backup as a second static pod", backupDir, kubeletDir, dir)
+		}
+		if dir == "/" {
+			return nil
+		}
+	}
 }
 
 func outside(manifestDir, backupDir string) error {

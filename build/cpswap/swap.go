@@ -328,6 +328,12 @@ type Rolled struct {
 // killed cpswap left unfinished. A manifest edited since the apply it would undo is refused
 // unless force is set.
 func (s *Swapper) Rollback(manifest string, toOriginal, force bool) (*Rolled, error) {
+	// A backup directory that does not exist holds nothing to roll back to: a typo is not created.
+	if dir, err := filepath.Abs(s.BackupDir); err == nil && s.BackupDir != "" {
+		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+			return nil, refused("no backup directory %s: nothing was recorded there (a typo in --backup-dir?)", dir)
+		}
+	}
 	t, st, unlock, err := s.openLocked(manifest)
 	if err != nil {
 		return nil, err

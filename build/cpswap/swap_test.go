@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -753,4 +754,72 @@ func TestTwoBackupDirectoriesStillOneApplyAtATime(t *testing.T) {
 	}}
 	_, err := s.Apply(context.Background(), manifest, Change{Image: newImage}, v)
 	wantCode(t, err, ExitRolledBack, "second: another cpswap is changing a manifest in")
+}
+
+// TestBackupDirectoryPathIsVettedBeforeAnythingIsCreated: a path that leads into the manifests
+// directory through a symlink, or reaches it as a bind mount, is refused with nothing created
+// there; a path through a symlink another user owns is refused; rollback does not create a
+// backup directory that does not exist (a typo).
+func TestBackupDirectoryPathIsVettedBeforeAnythingIsCreated(t *testing.T) {
+	dir, manifest, s := setup(t)
+	links := t.TempDir()
+
+	intoManifests := filepath.Join(links, "to-manifests")
+	if err := os.Symlink(dir, intoManifests); err != nil {
+		t.Fatal(err)
+	}
+	s.BackupDir = filepath.Join(intoManifests, "backups")
+	_, err := s.Apply(context.Background(), manifest, Change{Image: newImage}, verifies())
+	wantCode(t, err, ExitRefused, "is inside the manifests directory")
+	if got := listing(t, dir); got != "kube-apiserver.yaml kube-controller-manager.yaml kube-scheduler.yaml" {
+		t.Errorf("the refused backup directory was created in the manifests directory: %s", got)
+	}
+
+	theirs := filepath.Join(links, "theirs")
+	if err := os.Symlink(t.TempDir(), theirs); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(theirs, 12345, 12345); err != nil {
+		t.Skipf("cannot give the symlink another owner: %v", err)
+	}
+	s.BackupDir = filepath.Join(theirs, "backups")
+	_, err = s.Apply(context.Background(), manifest, Change{Image: newImage}, verifies())
+	wantCode(t, err, ExitRefused, "owned by uid 12345")
+
+	s.BackupDir = filepath.Join(links, "typo")
+	_, err = s.Rollback(manifest, false, false)
+	wantCode(t, err, ExitRefused, "nothing was recorded there (a typo in --backup-dir?)")
+	if _, err := os.Stat(s.BackupDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("rollback created %s: %v", s.BackupDir, err)
+	}
+}
+
+// TestBackupDirectoryOnABindMountOfTheManifests: the manifests directory bind-mounted elsewhere
+// has other names and the same inode; a backup directory there is refused. The mount lives in a
+// private mount namespace of a child process (unshare), so that nothing outlives the test.
+func TestBackupDirectoryOnABindMountOfTheManifests(t *testing.T) {
+	if mounted := os.Getenv("CPSWAP_TEST_BIND_MOUNT"); mounted != "" {
+		manifest := os.Getenv("CPSWAP_TEST_MANIFEST")
+		s := &Swapper{BackupDir: filepath.Join(mounted, "backups"), Timeout: time.Minute}
+		_, err := s.Apply(context.Background(), manifest, Change{Image: newImage}, verifies())
+		wantCode(t, err, ExitRefused, "(a bind mount or another path to it)")
+		return
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil || os.Geteuid() != 0 {
+		t.Skipf("needs root and unshare(1): %v", err)
+	}
+	dir, manifest, _ := setup(t)
+	mountpoint := t.TempDir()
+	cmd := exec.Command(unshare, "--mount", "--propagation", "private", "sh", "-c",
+		`mount --bind "$1" "$2" && exec "$3" -test.run '^TestBackupDirectoryOnABindMountOfTheManifests$' -test.v`,
+		"sh", dir, mountpoint, os.Args[0])
+	cmd.Env = append(os.Environ(), "CPSWAP_TEST_BIND_MOUNT="+mountpoint, "CPSWAP_TEST_MANIFEST="+manifest)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS") {
+		t.Errorf("in a mount namespace with %s bind-mounted at %s: %v\n%s", dir, mountpoint, err, out)
+	}
+	if got := listing(t, dir); got != "kube-apiserver.yaml kube-controller-manager.yaml kube-scheduler.yaml" {
+		t.Errorf("the manifests directory holds %s", got)
+	}
 }
