@@ -528,3 +528,28 @@ func TestFlagsAreExpandedAsTheKubeletExpandsThem(t *testing.T) {
 		t.Errorf("a valueFrom reference: %v", err)
 	}
 }
+
+// TestSmallInputsAreCheckedAtTheDoor: per-architecture repositories are the component's images;
+// a flag value with a newline is refused by name, not as an internal error.
+func TestSmallInputsAreCheckedAtTheDoor(t *testing.T) {
+	for _, tc := range []struct {
+		image   string
+		wantErr string
+	}{
+		{image: "registry.example.com/k8s/kube-controller-manager-amd64:v1.17.3-idc.1"},
+		{image: "registry.example.com/k8s/kube-controller-manager-arm64:v1.17.3-idc.1"},
+		{image: "registry.example.com/k8s/kube-controller-manager-debug:v1.17.3-idc.1", wantErr: "is not a kube-controller-manager image"},
+		{image: "registry.example.com/k8s/kube-scheduler-amd64:v1.17.3-idc.1", wantErr: "is not a kube-controller-manager image"},
+	} {
+		_, err := ParseImage(tc.image, "kube-controller-manager")
+		if (tc.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("ParseImage(%s): %v, want %q", tc.image, err, tc.wantErr)
+		}
+	}
+	if _, err := ParseFlag("--kube-api-qps=50\n--x=1"); err == nil || !strings.Contains(err.Error(), "control character") {
+		t.Errorf("a newline in a flag value: %v", err)
+	}
+	if f, err := ParseFlag("--v=2"); err != nil || f.Value != "2" {
+		t.Errorf("--v=2: %+v %v", f, err)
+	}
+}

@@ -3,6 +3,7 @@ package cpswap
 import (
 	"fmt"
 	"path"
+	"strings"
 
 	"github.com/distribution/reference"
 )
@@ -37,8 +38,21 @@ func ParseImage(ref, component string) (ImageRef, error) {
 	if out.Tag == "" && out.Digest == "" {
 		return ImageRef{}, fmt.Errorf("image %q names no tag or digest: the kubelet would pull whatever :latest is", ref)
 	}
-	if component != "" && path.Base(out.Repository) != component {
-		return ImageRef{}, fmt.Errorf("image %q is not a %s image (its repository must end in /%s)", ref, component, component)
+	if component != "" && !namedAfter(path.Base(out.Repository), component) {
+		return ImageRef{}, fmt.Errorf("image %q is not a %s image (its repository must end in /%s, or /%s-<arch> such as -amd64)", ref, component, component, component)
 	}
 	return out, nil
+}
+
+// namedAfter accepts the component's name, and the name with an architecture suffix as
+// per-architecture repositories have (kube-controller-manager-amd64).
+func namedAfter(repository, component string) bool {
+	if repository == component {
+		return true
+	}
+	switch strings.TrimPrefix(repository, component+"-") {
+	case "amd64", "arm64", "arm", "ppc64le", "s390x":
+		return strings.HasPrefix(repository, component+"-")
+	}
+	return false
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode"
 )
 
 // Flag is a command-line flag of the component.
@@ -86,6 +87,9 @@ func ParseFlag(s string) (Flag, error) {
 	name, value, ok := strings.Cut(s, "=")
 	if !ok || !strings.HasPrefix(name, "--") || len(name) < 3 || strings.ContainsAny(name, " \t") {
 		return Flag{}, fmt.Errorf("--flag wants --name=value, got %q", s)
+	}
+	if i := strings.IndexFunc(value, unicode.IsControl); i >= 0 {
+		return Flag{}, fmt.Errorf("--flag %s: the value holds a control character (%q at byte %d); a flag in the manifest is one line", name, value[i], i)
 	}
 	return Flag{Name: name, Value: value}, nil
 }

@@ -205,6 +205,12 @@ func (s *Swapper) Apply(ctx context.Context, manifest string, change Change, ver
 		st.ClearJournal()
 		return nil, refused("before changing anything: %v", err)
 	}
+	// A signal during the preflight: stop before the write, rather than swap and restore (which
+	// restarts the component twice).
+	if cause := context.Cause(ctx); cause != nil {
+		st.ClearJournal()
+		return nil, refused("interrupted (%v) before the manifest changed: nothing changed", cause)
+	}
 	if renamed, err := replace(t.file, edited.After, info); err != nil && !renamed {
 		st.ClearJournal()
 		return nil, refused("%v", err)

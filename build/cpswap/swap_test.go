@@ -823,3 +823,20 @@ func TestBackupDirectoryOnABindMountOfTheManifests(t *testing.T) {
 		t.Errorf("the manifests directory holds %s", got)
 	}
 }
+
+// TestSignalDuringThePreflightChangesNothing: a signal while the preflight runs stops the apply
+// before the write, instead of swapping and restoring (two restarts of the component).
+func TestSignalDuringThePreflightChangesNothing(t *testing.T) {
+	_, manifest, s := setup(t)
+	original := read(t, manifest)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	v := &fakeVerifier{before: func(context.Context) error { cancel(errors.New("received interrupt")); return nil }}
+	_, err := s.Apply(ctx, manifest, Change{Image: newImage}, v)
+	wantCode(t, err, ExitRefused, "interrupted (received interrupt) before the manifest changed: nothing changed")
+	if !bytes.Equal(read(t, manifest), original) || v.afterCalls != 0 {
+		t.Errorf("the manifest was written (after calls %d)", v.afterCalls)
+	}
+	if p := s.Pending(manifest); p != "" {
+		t.Errorf("a journal stays: %s", p)
+	}
+}

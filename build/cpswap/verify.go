@@ -16,6 +16,11 @@ import (
 	"k8s.io/client-go/rest"
 )
 
+// StartMargin is the least time --timeout must leave beyond --soak: the kubelet notices a changed
+// manifest within its 20 s file check period, then the component starts and must lead or stand
+// by before the soak begins; with less, an apply could never verify.
+const StartMargin = 30 * time.Second
+
 // ComponentVerifier proves that the kubelet restarted a component from the new manifest and that
 // it works:
 //  1. a process of that name runs that did not run before the manifest changed (PID and start

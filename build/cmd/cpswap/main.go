@@ -207,8 +207,8 @@ A change that leaves the manifest as it is writes nothing and exits 0.`,
 			if err != nil {
 				return err
 			}
-			if timeout <= soak {
-				return &cpswap.Failure{Code: cpswap.ExitUsage, Err: fmt.Errorf("--timeout (%v) must be longer than --soak (%v)", timeout, soak)}
+			if timeout < soak+cpswap.StartMargin {
+				return &cpswap.Failure{Code: cpswap.ExitUsage, Err: fmt.Errorf("--timeout (%v) must be longer than --soak (%v) by %v at least: the kubelet reads the manifests directory every 20 s, then starts the component, which must lead or stand by before the soak begins", timeout, soak, cpswap.StartMargin)}
 			}
 			s := &cpswap.Swapper{BackupDir: t.backupDir, Timeout: timeout, Log: func(format string, args ...interface{}) {
 				fmt.Fprintf(os.Stderr, format+"\n", args...)
@@ -235,8 +235,11 @@ A change that leaves the manifest as it is writes nothing and exits 0.`,
 			if applied.Edited.Unchanged() {
 				return nil
 			}
+			// Absolute, so that the hint works from any directory.
+			manifest, _ := filepath.Abs(t.manifest)
+			backupDir, _ := filepath.Abs(t.backupDir)
 			fmt.Printf("applied and verified %s: %s\n(undo with: cpswap rollback --manifest %s --backup-dir %s)\n",
-				t.manifest, applied.Verified, t.manifest, t.backupDir)
+				t.manifest, applied.Verified, manifest, backupDir)
 			return nil
 		},
 	}

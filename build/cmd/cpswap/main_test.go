@@ -195,6 +195,8 @@ func TestHelpAndUsage(t *testing.T) {
 		{[]string{"apply", "--manifest", e.manifest, "--image", "--profile", "leases", "--backup-dir", e.backups}, 2, `unknown command "leases"`},
 		{[]string{"apply", "--manifest", e.manifest, "--image", "--profile=leases", "--backup-dir", e.backups}, 1, "invalid reference format"},
 		{[]string{"apply", "--manifest", e.manifest, "--image", image, "--timeout", "0s", "--soak", "0s", "--backup-dir", e.backups}, 2, "--timeout (0s) must be longer than --soak"},
+		// A timeout just above the soak could never verify.
+		{[]string{"apply", "--manifest", e.manifest, "--image", image, "--timeout", "40s", "--soak", "30s", "--backup-dir", e.backups}, 2, "--timeout (40s) must be longer than --soak (30s) by 30s at least"},
 		{[]string{"rollback", "--manifest", e.manifest, "--to", "yesterday", "--backup-dir", e.backups}, 2, `--to takes only "original"`},
 	}
 	for _, tc := range tests {
