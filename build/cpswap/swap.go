@@ -264,8 +264,9 @@ func (s *Swapper) overtaken(t target, st *State, history *History, entry Entry) 
 	entry.PID = 0
 	history.Overtaken = append(history.Overtaken, entry)
 	why := fmt.Errorf("%s was changed by someone else during verification (cpswap wrote sha256 %s, it is now %s): "+
-		"their file is kept, and nothing was verified or rolled back; find out who changed it (a kubeadm upgrade, a configuration tool, a colleague) before running cpswap again",
-		t.path, entry.After.SHA256[:12], now)
+		"their file is kept, and nothing was verified or rolled back; find out who changed it (a kubeadm upgrade, a configuration tool, a colleague) before running cpswap again. "+
+		"The manifest as it was before this apply is %s: copy it to %s to go back by hand",
+		t.path, entry.After.SHA256[:12], now, filepath.Join(st.Dir, entry.Before.Backup), t.path)
 	s.logf("%v", why)
 	if err := st.SaveHistory(history); err != nil {
 		return &Failure{Code: ExitBroken, Err: fmt.Errorf("%v; the history cannot be written: %v; the journal %s stays", why, err, st.path(".journal"))}

@@ -275,6 +275,10 @@ func TestAnotherWriterDuringVerification(t *testing.T) {
 			}}
 			_, err := s.Apply(ctx, manifest, Change{Image: newImage}, v)
 			wantCode(t, err, ExitBroken, "was changed by someone else during verification")
+			// Moved away or replaced: the operator is told where the original is to go back by hand.
+			if !strings.Contains(err.Error(), "The manifest as it was before this apply is "+s.BackupDir) {
+				t.Errorf("the error does not say where the original is: %v", err)
+			}
 			if c.remove {
 				if _, err := os.Stat(manifest); !errors.Is(err, os.ErrNotExist) {
 					t.Errorf("a removed manifest was put back: %v", err)

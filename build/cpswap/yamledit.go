@@ -148,7 +148,7 @@ func editBytes(data []byte, name, image string, edits []edit) ([]byte, error) {
 	for _, e := range edits {
 		list := nodes.lists[e.list]
 		if list == nil || list.Kind != yaml.SequenceNode || list.Style&yaml.FlowStyle != 0 || len(list.Content) == 0 {
-			return nil, fmt.Errorf("%s: cpswap edits a non-empty block list (one \"- item\" a line) only", e.list)
+			return nil, fmt.Errorf("%s: cpswap edits a non-empty block list (one \"- item\" a line) only; a JSON manifest, or a [a, b] list, has none: write the manifest as YAML in block style (as kubeadm does) first", e.list)
 		}
 		target := list.Content[len(list.Content)-1]
 		if e.index >= 0 {
