@@ -52,6 +52,7 @@ verify-patches: source ## Check the series: listed once, headers, applies (also 
 
 .PHONY: lint
 lint: ## shellcheck the scripts; gofmt and go vet this repository's Go code; docs name VERSION's release
+	@command -v shellcheck >/dev/null || { echo "make lint: shellcheck is missing; run 'sudo hack/install-tools.sh' (README)"; exit 1; }
 	shellcheck build/*.sh hack/*.sh .ci/run
 	build/verify-docs.sh
 	@unformatted=$$(find . -name "*.go" -not -path "./_output/*" -exec gofmt -l {} +); [ -z "$$unformatted" ] || { echo "gofmt needed: $$unformatted"; exit 1; }

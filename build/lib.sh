@@ -15,9 +15,10 @@ SERIES_FILE=${SERIES_FILE:-${PATCHES_DIR}/series}
 . "${REPO_ROOT}/VERSION"
 RELEASE_VERSION="${UPSTREAM_VERSION}-idc.${REVISION}"
 export GOTOOLCHAIN="${GO_TOOLCHAIN}"
-# Module downloads are always checked against go.sum and the checksum database.
+# Module downloads are always checked against go.sum and the checksum database, and none bypasses
+# the proxy or its checks (the variables Go reads for that are emptied).
 export GOFLAGS="-mod=readonly"
-export GONOSUMDB="" GONOSUMCHECK="" GOINSECURE="" GOPRIVATE=""
+export GONOSUMDB="" GONOPROXY="" GOINSECURE="" GOPRIVATE=""
 unset GOSUMDB
 
 # The components this fork replaces, in the order everything lists them; the stock harness (the

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -547,8 +548,8 @@ func lockDir(dir string) (unlock func(), err error) {
 // writable refuses a read-only manifests directory: a read-only mount, or no write permission
 // bits at all (which root would otherwise ignore).
 func writable(dir string) error {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err == nil && st.Flags&0x1 != 0 { // ST_RDONLY
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err == nil && st.Flags&unix.ST_RDONLY != 0 {
 		return fmt.Errorf("manifests directory %s is on a read-only filesystem", dir)
 	}
 	info, err := os.Stat(dir)
@@ -558,7 +559,7 @@ func writable(dir string) error {
 	if info.Mode().Perm()&0o222 == 0 {
 		return fmt.Errorf("manifests directory %s is read-only (mode %v)", dir, info.Mode().Perm())
 	}
-	return syscall.Access(dir, 2) // W_OK
+	return unix.Access(dir, unix.W_OK)
 }
 
 // Status is what a manifest runs now and what cpswap knows about it.
