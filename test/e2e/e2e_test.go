@@ -30,6 +30,11 @@ func TestKubeadmMaster(t *testing.T) {
 	if os.Geteuid() != 0 {
 		tier.Missing(t, "run it as root", "it runs a kubelet and a dockerd")
 	}
+	// What it needs first, then the machine's lock; only then may it clean up after a dead run.
+	fixtures := filepath.Join(harness.RepoRoot(t), "_output", "images", "e2e")
+	images := []string{"pause", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+	prerequisites(t, fixtures, images)
+	lockMachine(t)
 	// The operator's path: the release is cut for their registry, published and signed there, and
 	// the kubelet pulls it by digest (the README's make release, make publish, cpswap apply).
 	registry := harness.StartRegistry(t)
@@ -61,14 +66,13 @@ func TestKubeadmMaster(t *testing.T) {
 		}
 	})
 
-	fixtures := filepath.Join(m.repo, "_output", "images", "e2e")
 	s.run("setup: kubeadm phases, private dockerd, images, kubelet", 5*time.Minute, func(ctx context.Context) error {
 		m.kubeadmInit(t)
 		m.recordHostState(t)
 		m.startDockerd(t)
 		var archives []string
-		for _, name := range []string{"pause", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
-			archives = append(archives, filepath.Join(fixtures, name+"-amd64.docker.tar"))
+		for _, name := range images {
+			archives = append(archives, archive(fixtures, name))
 		}
 		m.loadImages(t, archives...)
 		m.trustRegistry(t, registry)
@@ -385,4 +389,27 @@ func (s *steps) logImageSizes(m *master) {
 	}
 	s.t.Logf("images on the master:\n%s", out)
 	_ = os.WriteFile(filepath.Join(s.logDir, "image-sizes.txt"), []byte(out), 0o644)
+}
+
+// archive is a test image's docker save archive.
+func archive(fixtures, name string) string { return filepath.Join(fixtures, name+"-amd64.docker.tar") }
+
+// TestMachineLockKeepsRunsApart: while one run holds the machine's e2e lock, another is told who
+// holds it and gets nothing (so it neither cleans up nor starts anything); once released, the
+// next run takes it.
+func TestMachineLockKeepsRunsApart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "e2e.lock")
+	release, held, err := tryLock(path, "pid 1, checkout /a")
+	if err != nil || held != "" {
+		t.Fatalf("first run: %v, held by %q", err, held)
+	}
+	if r2, held, err := tryLock(path, "pid 2, checkout /b"); err != nil || held != "pid 1, checkout /a" || r2 != nil {
+		t.Errorf("second run while the first holds it: err %v, told %q", err, held)
+	}
+	release()
+	r3, held, err := tryLock(path, "pid 3, checkout /c")
+	if err != nil || held != "" {
+		t.Fatalf("after the release: %v, held by %q", err, held)
+	}
+	r3()
 }
