@@ -46,7 +46,7 @@ func atoi(b *testing.B, name, s string) int {
 // metrics are one run's, and the JSON results carry every latency for the report.
 func BenchmarkHeadlessResync(b *testing.B) {
 	deletions := atoi(b, "BENCH_DELETIONS", setting("BENCH_DELETIONS", "100"))
-	resultsDir := setting("BENCH_RESULTS", filepath.Join(harness.RepoRoot(b), "_output", "bench"))
+	resultsDir := setting("BENCH_RESULTS", filepath.Join(harness.OutputDir(b), "bench"))
 	if err := os.MkdirAll(resultsDir, 0o755); err != nil {
 		b.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func TestKubeadmMaster(t *testing.T) {
 		tier.Missing(t, "run it as root", "it runs a kubelet and a dockerd")
 	}
 	// What it needs first, then the machine's lock; only then may it clean up after a dead run.
-	fixtures := filepath.Join(harness.RepoRoot(t), "_output", "images", "e2e")
+	fixtures := filepath.Join(harness.OutputDir(t), "images", "e2e")
 	images := []string{"pause", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
 	prerequisites(t, fixtures, images)
 	lockMachine(t)

@@ -59,7 +59,7 @@ type master struct {
 
 func newMaster(t *testing.T) *master {
 	repo := harness.RepoRoot(t)
-	dir := filepath.Join(repo, "_output", "e2e")
+	dir := filepath.Join(harness.OutputDir(t), "e2e")
 	m := &master{repo: repo, dir: dir, root: filepath.Join(dir, "root"), logDir: harness.LogDir(t)}
 	ip, err := hostIP()
 	if err != nil {

@@ -51,10 +51,23 @@ func VariantUnderTest() string {
 	return "patched"
 }
 
+// OutputDir is where the pipeline writes everything it generates: $OUTPUT_DIR when set (as
+// build/lib.sh honours it; relative to the repository), else _output in the repository.
+func OutputDir(t testing.TB) string {
+	dir := os.Getenv("OUTPUT_DIR")
+	switch {
+	case dir == "":
+		return filepath.Join(RepoRoot(t), "_output")
+	case filepath.IsAbs(dir):
+		return dir
+	}
+	return filepath.Join(RepoRoot(t), dir)
+}
+
 // BinDir is where the pipeline puts a variant's binaries for the machine the tests run on:
-// _output/bin/<variant>/linux-<arch> (bin_dir in build/lib.sh).
+// <OutputDir>/bin/<variant>/linux-<arch> (bin_dir in build/lib.sh).
 func BinDir(t testing.TB, variant string) string {
-	return filepath.Join(RepoRoot(t), "_output", "bin", variant, "linux-"+runtime.GOARCH)
+	return filepath.Join(OutputDir(t), "bin", variant, "linux-"+runtime.GOARCH)
 }
 
 // Binary returns the path of a built binary in BinDir; a missing one fails the test under make
@@ -71,11 +84,11 @@ func Binary(t testing.TB, variant, name string) string {
 // emptiedLogDirs holds the tests whose log directory LogDir has emptied.
 var emptiedLogDirs sync.Map
 
-// LogDir is where a test's process logs go: _output/test-logs/<test name>, emptied by the test's
+// LogDir is where a test's process logs go: <OutputDir>/test-logs/<test name>, emptied by the test's
 // first call.
 func LogDir(t testing.TB) string {
 	t.Helper()
-	dir := filepath.Join(RepoRoot(t), "_output", "test-logs", strings.ReplaceAll(t.Name(), "/", "_"))
+	dir := filepath.Join(OutputDir(t), "test-logs", strings.ReplaceAll(t.Name(), "/", "_"))
 	if _, done := emptiedLogDirs.LoadOrStore(t, true); done {
 		return dir
 	}
