@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Checks the hand-written docs against the repository: every release version they name is the one
-# VERSION makes, and every relative link points at a file that exists.
+# VERSION makes, every relative link points at a file that exists, and the upgrade procedure an
+# operator pastes from docs/operations.md (the block between a line "   (" and a line "   )")
+# parses and passes shellcheck.
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -18,5 +20,11 @@ for doc in "${docs[@]}"; do
       problems+=("${doc}: links to ${target}, which does not exist")
   done < <(grep -oE '\]\([^)[:space:]]+\)' "${doc}" | sed -e 's/^](//' -e 's/)$//' | grep -vE '^[a-z]+://' | sort -u)
 done
+procedure=$(awk '/^   \($/,/^   \)$/' docs/operations.md | sed 's/^   //')
+if [ -z "${procedure}" ]; then
+  problems+=("docs/operations.md: no upgrade procedure block (a line \"   (\" to a line \"   )\")")
+elif ! findings=$(bash -n <<<"${procedure}" 2>&1 && shellcheck -s bash - <<<"${procedure}" 2>&1); then
+  problems+=("docs/operations.md: the upgrade procedure does not pass bash -n and shellcheck: ${findings}")
+fi
 [ ${#problems[@]} -eq 0 ] || die "$(printf '%s\n' "${problems[@]}")"
-log "verify-docs: ${#docs[@]} docs name ${RELEASE_VERSION} only, and their links resolve"
+log "verify-docs: ${#docs[@]} docs name ${RELEASE_VERSION} only, their links resolve, the upgrade procedure passes shellcheck"
