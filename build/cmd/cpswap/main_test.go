@@ -127,9 +127,12 @@ type started struct {
 	done           chan struct{}
 }
 
-func start(t *testing.T, args ...string) *started {
+func start(t *testing.T, args ...string) *started { return startIn(t, "", args...) }
+
+// startIn starts cpswap in the working directory dir ("" for the test's).
+func startIn(t *testing.T, dir string, args ...string) *started {
 	s := &started{cmd: exec.Command(cpswapBinary(t), args...), done: make(chan struct{})}
-	s.cmd.Stdout, s.cmd.Stderr = &s.stdout, &s.stderr
+	s.cmd.Dir, s.cmd.Stdout, s.cmd.Stderr = dir, &s.stdout, &s.stderr
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +324,15 @@ func TestApplyStatusHistoryRollback(t *testing.T) {
 	if err := os.WriteFile(fake, read(t, sleep), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	apply := start(t, e.applyArgs("cpswap-fake-kcm", "--profile", "leases")...)
+	// Run from the backups' parent with a relative --backup-dir: the undo hint must still work
+	// from anywhere.
+	args := e.applyArgs("cpswap-fake-kcm", "--profile", "leases")
+	for i := range args {
+		if args[i] == e.backups {
+			args[i] = filepath.Base(e.backups)
+		}
+	}
+	apply := startIn(t, filepath.Dir(e.backups), args...)
 	e.waitForJournal(t, apply)
 	component := exec.Command(fake, "60")
 	if err := component.Start(); err != nil {
@@ -334,6 +345,9 @@ func TestApplyStatusHistoryRollback(t *testing.T) {
 	r := apply.wait(t)
 	if r.code != 0 || !strings.Contains(r.stdout, "applied and verified") || !strings.Contains(r.stdout, "leads: Lease kube-system/kube-controller-manager held and renewed by master-1_new") {
 		t.Fatalf("apply: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if want := "(undo with: cpswap rollback --manifest " + e.manifest + " --backup-dir " + e.backups + ")"; !strings.Contains(r.stdout, want) {
+		t.Errorf("the undo hint is not %q:\n%s", want, r.stdout)
 	}
 	if !strings.Contains(r.stdout, "+    - --leader-elect-resource-lock=leases") {
 		t.Errorf("apply did not show its plan first:\n%s", r.stdout)
