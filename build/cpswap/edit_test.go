@@ -2,6 +2,7 @@ package cpswap
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	sigyaml "sigs.k8s.io/yaml"
 
 	"github.com/idc-lts/kube-1.17/test/harness"
 )
@@ -167,7 +169,8 @@ func TestEditKeepsTheOperatorsComments(t *testing.T) {
 	if want := []string{`image: "k8s.gcr.io/kube-controller-manager:v1.17.3" # pinned by CAB-123`}; strings.Join(removed, "|") != strings.Join(want, "|") {
 		t.Errorf("removed %q, want %q", removed, want)
 	}
-	if want := []string{"- --leader-elect-resource-lock=leases", "image: " + newImage + " # pinned by CAB-123"}; strings.Join(added, "|") != strings.Join(want, "|") {
+	// The operator's quotes stay too.
+	if want := []string{"- --leader-elect-resource-lock=leases", `image: "` + newImage + `" # pinned by CAB-123`}; strings.Join(added, "|") != strings.Join(want, "|") {
 		t.Errorf("added %q, want %q", added, want)
 	}
 	for _, comment := range []string{"# Ansible managed", "# keep on: three masters", "# host network"} {
@@ -551,5 +554,29 @@ func TestSmallInputsAreCheckedAtTheDoor(t *testing.T) {
 	}
 	if f, err := ParseFlag("--v=2"); err != nil || f.Value != "2" {
 		t.Errorf("--v=2: %+v %v", f, err)
+	}
+}
+
+// TestJSONManifestStaysJSON: a manifest written as JSON keeps its form when the image changes (it
+// must not come back as YAML); a flag change, which needs a block list, is refused saying so.
+func TestJSONManifestStaysJSON(t *testing.T) {
+	dir := kubeadmManifests(t)
+	asJSON, err := sigyaml.YAMLToJSON(read(t, filepath.Join(dir, "kube-controller-manager.yaml")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest := filepath.Join(t.TempDir(), "kube-controller-manager.json")
+	if err := os.WriteFile(manifest, asJSON, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e, err := Plan(manifest, Change{Image: newImage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !json.Valid(e.After) || !bytes.Contains(e.After, []byte(`"image":"`+newImage+`"`)) {
+		t.Errorf("the image change did not keep the manifest JSON:\n%s", e.After)
+	}
+	if _, err := Plan(manifest, Change{Flags: []Flag{{Name: "--kube-api-qps", Value: "50"}}}); err == nil || !strings.Contains(err.Error(), "a JSON manifest") {
+		t.Errorf("a flag change on a JSON manifest: %v", err)
 	}
 }

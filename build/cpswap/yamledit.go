@@ -2,6 +2,7 @@ package cpswap
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -126,6 +127,19 @@ func quoteScalar(s string) string {
 	return strings.TrimSuffix(string(out), "\n")
 }
 
+// quoteLike writes s in the style of the scalar it replaces: double-quoted (as in a JSON
+// manifest, which then stays JSON), single-quoted, or as YAML would.
+func quoteLike(s string, like *yaml.Node) string {
+	switch {
+	case like.Style&yaml.DoubleQuotedStyle != 0:
+		out, _ := json.Marshal(s) // a JSON string is a YAML double-quoted scalar
+		return string(out)
+	case like.Style&yaml.SingleQuotedStyle != 0:
+		return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+	}
+	return quoteScalar(s)
+}
+
 // editBytes makes the image change and the list edits in data, for the container named name.
 func editBytes(data []byte, name, image string, edits []edit) ([]byte, error) {
 	nodes, err := findContainer(data, name)
@@ -142,7 +156,7 @@ func editBytes(data []byte, name, image string, edits []edit) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("image: %v", err)
 		}
-		text := prefix + quoteScalar(image) + suffix
+		text := prefix + quoteLike(image, nodes.image) + suffix
 		changes = append(changes, lineEdit{line: nodes.image.Line - 1, text: &text})
 	}
 	for _, e := range edits {
@@ -164,12 +178,12 @@ func editBytes(data []byte, name, image string, edits []edit) ([]byte, error) {
 		switch {
 		case e.index == -1:
 			line := lines[target.Line-1]
-			text := prefix + quoteScalar(*e.text) + line[len(strings.TrimRight(line, "\r\n")):]
+			text := prefix + quoteLike(*e.text, target) + line[len(strings.TrimRight(line, "\r\n")):]
 			changes = append(changes, lineEdit{line: target.Line - 1, text: &text, insert: true})
 		case e.text == nil:
 			changes = append(changes, lineEdit{line: target.Line - 1})
 		default:
-			text := prefix + quoteScalar(*e.text) + suffix
+			text := prefix + quoteLike(*e.text, target) + suffix
 			changes = append(changes, lineEdit{line: target.Line - 1, text: &text})
 		}
 	}
