@@ -36,6 +36,11 @@ func refused(format string, args ...interface{}) error {
 	return &Failure{Code: ExitRefused, Err: fmt.Errorf(format, args...)}
 }
 
+// refusedAt refuses with nothing changed, naming the step that failed.
+func refusedAt(step string, err error) error {
+	return &Failure{Code: ExitRefused, Err: fmt.Errorf("%s: %w", step, err)}
+}
+
 // ExitCode maps an error from this package to cpswap's exit code.
 func ExitCode(err error) int {
 	var f *Failure
@@ -111,18 +116,18 @@ func resolve(manifest string) (target, error) {
 func (s *Swapper) open(manifest string, create bool) (target, *State, error) {
 	t, err := resolve(manifest)
 	if err != nil {
-		return t, nil, refused("%v", err)
+		return t, nil, refusedAt("manifest", err)
 	}
 	if s.BackupDir == "" {
 		return t, nil, refused("no backup directory given (--backup-dir)")
 	}
 	backupDir, err := filepath.Abs(s.BackupDir)
 	if err != nil {
-		return t, nil, refused("%v", err)
+		return t, nil, refusedAt("backup directory", err)
 	}
 	st, err := OpenState(backupDir, t.path, t.kubeletDir, create)
 	if err != nil {
-		return t, nil, refused("%v", err)
+		return t, nil, refusedAt("backup directory", err)
 	}
 	return t, st, nil
 }
@@ -131,7 +136,7 @@ func (s *Swapper) open(manifest string, create bool) (target, *State, error) {
 func Plan(manifest string, change Change) (*Edited, error) {
 	data, err := os.ReadFile(manifest)
 	if err != nil {
-		return nil, refused("%v", err)
+		return nil, refusedAt("reading the manifest", err)
 	}
 	e, err := Edit(data, change)
 	if err != nil {
@@ -161,19 +166,19 @@ func (s *Swapper) Apply(ctx context.Context, manifest string, change Change, ver
 	defer unlock()
 	if j, err := st.Journal(); err != nil || j != nil {
 		if err != nil {
-			return nil, refused("%v", err)
+			return nil, refusedAt("reading the journal", err)
 		}
 		return nil, refused("%s", unfinished(j, t, st))
 	}
 	if other, j, err := st.Elsewhere(); err != nil || j != nil {
 		if err != nil {
-			return nil, refused("%v", err)
+			return nil, refusedAt("reading the journal another backup directory holds", err)
 		}
 		return nil, refused("%s", unfinished(j, t, other))
 	}
 	history, err := st.History()
 	if err != nil {
-		return nil, refused("%v", err)
+		return nil, refusedAt("reading the history", err)
 	}
 	edited, err := Plan(t.file, change)
 	if err != nil {
@@ -184,10 +189,10 @@ func (s *Swapper) Apply(ctx context.Context, manifest string, change Change, ver
 	}
 	info, err := os.Stat(t.file)
 	if err != nil {
-		return nil, refused("%v", err)
+		return nil, refusedAt("reading the manifest's mode and owner", err)
 	}
 	if err := writable(filepath.Dir(t.file)); err != nil {
-		return nil, refused("%v", err)
+		return nil, refusedAt("manifests directory", err)
 	}
 	before, err := st.Keep(edited.Before)
 	if err != nil {
@@ -214,7 +219,7 @@ func (s *Swapper) Apply(ctx context.Context, manifest string, change Change, ver
 	}
 	if renamed, err := replace(t.file, edited.After, info); err != nil && !renamed {
 		st.ClearJournal()
-		return nil, refused("%v", err)
+		return nil, refusedAt("writing the manifest", err)
 	} else if err != nil {
 		return nil, s.restore(t, st, edited.Before, info, before, err)
 	}
@@ -349,27 +354,27 @@ func (s *Swapper) Rollback(manifest string, toOriginal, force bool) (*Rolled, er
 	defer unlock()
 	current, err := os.ReadFile(t.file)
 	if err != nil {
-		return nil, refused("%v", err)
+		return nil, refusedAt("reading the manifest", err)
 	}
 	info, err := os.Stat(t.file)
 	if err != nil {
-		return nil, refused("%v", err)
+		return nil, refusedAt("reading the manifest's mode and owner", err)
 	}
 	currentSum := sha256Hex(current)
 	history, err := st.History()
 	if err != nil {
-		return nil, refused("%v", err)
+		return nil, refusedAt("reading the history", err)
 	}
 	j, err := st.Journal()
 	if err != nil {
-		return nil, refused("%v", err)
+		return nil, refusedAt("reading the journal", err)
 	}
 	if j == nil {
 		// An unfinished apply run with another backup directory comes first: undoing an older
 		// apply from this one would leave that journal behind, to restore over this rollback later.
 		if other, oj, err := st.Elsewhere(); err != nil || oj != nil {
 			if err != nil {
-				return nil, refused("%v", err)
+				return nil, refusedAt("reading the journal another backup directory holds", err)
 			}
 			return nil, refused("%s; this rollback, with --backup-dir %s, would not undo it", unfinished(oj, t, other), st.Dir)
 		}
@@ -408,7 +413,7 @@ func (s *Swapper) Rollback(manifest string, toOriginal, force bool) (*Rolled, er
 	}
 	data, err := st.Load(snap)
 	if err != nil {
-		return nil, refused("%v", err)
+		return nil, refusedAt("the backup to restore", err)
 	}
 	if foreign, lockMove := checkRestore(current, data); foreign != nil {
 		return nil, refused("backup %s: %v", filepath.Join(st.Dir, snap.Backup), foreign)
@@ -417,7 +422,7 @@ func (s *Swapper) Rollback(manifest string, toOriginal, force bool) (*Rolled, er
 	}
 	if currentSum != snap.SHA256 { // else a rollback killed after restoring: finish its bookkeeping
 		if renamed, err := replace(t.file, data, info); err != nil && !renamed {
-			return nil, refused("%v", err)
+			return nil, refusedAt("restoring the manifest", err)
 		} else if err != nil {
 			return nil, &Failure{Code: ExitBroken, Err: fmt.Errorf("restored %s, but syncing its directory failed: %v; check the file", t.path, err)}
 		}
@@ -508,7 +513,7 @@ func (s *Swapper) openLocked(manifest string) (target, *State, func(), error) {
 	}
 	unlock, err := st.lockManifest(t)
 	if err != nil {
-		return t, nil, nil, refused("%v", err)
+		return t, nil, nil, &Failure{Code: ExitRefused, Err: err} // it names the other cpswap already
 	}
 	return t, st, unlock, nil
 }
@@ -589,7 +594,7 @@ func (s *Swapper) StatusOf(manifest, containerName, processName string, procs Pr
 	}
 	data, err := os.ReadFile(t.file)
 	if err != nil {
-		return nil, refused("%v", err)
+		return nil, refusedAt("reading the manifest", err)
 	}
 	pod, err := Parse(data)
 	if err != nil {
@@ -633,7 +638,7 @@ func (s *Swapper) StatusOf(manifest, containerName, processName string, procs Pr
 	}
 	history, err := st.History()
 	if err != nil {
-		return nil, refused("%v", err)
+		return nil, refusedAt("reading the history", err)
 	}
 	out.Applies = len(history.Applied)
 	if n := len(history.Applied); n > 0 {
@@ -653,7 +658,7 @@ func (s *Swapper) HistoryOf(manifest string) (*History, string, error) {
 	}
 	h, err := st.History()
 	if err != nil {
-		return nil, "", refused("%v", err)
+		return nil, "", refusedAt("reading the history", err)
 	}
 	return h, st.pending(t), nil
 }
