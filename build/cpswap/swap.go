@@ -204,22 +204,19 @@ func (s *Swapper) Apply(ctx context.Context, manifest string, change Change, ver
 	}
 	entry := Entry{Time: s.now().UTC(), Before: before, After: after, Image: change.Image, Flags: edited.Flags, PID: os.Getpid()}
 	if err := st.WriteJournal(&entry); err != nil {
-		return nil, refused("journal cannot be written: %v", err)
+		return nil, abandon(st, refused("journal cannot be written: %v", err))
 	}
 	// Last, so that the processes it notes are those that run right before the change.
 	if err := verify.Before(ctx); err != nil {
-		st.ClearJournal()
-		return nil, refused("before changing anything: %v", err)
+		return nil, abandon(st, refused("before changing anything: %v", err))
 	}
 	// A signal during the preflight: stop before the write, rather than swap and restore (which
 	// restarts the component twice).
 	if cause := context.Cause(ctx); cause != nil {
-		st.ClearJournal()
-		return nil, refused("interrupted (%v) before the manifest changed: nothing changed", cause)
+		return nil, abandon(st, refused("interrupted (%v) before the manifest changed: nothing changed", cause))
 	}
 	if renamed, err := replace(t.file, edited.After, info); err != nil && !renamed {
-		st.ClearJournal()
-		return nil, refusedAt("writing the manifest", err)
+		return nil, abandon(st, refusedAt("writing the manifest", err))
 	} else if err != nil {
 		return nil, s.restore(t, st, edited.Before, info, before, err)
 	}
@@ -247,6 +244,15 @@ func (s *Swapper) Apply(ctx context.Context, manifest string, change Change, ver
 		verr = fmt.Errorf("interrupted (%v)", cause)
 	}
 	return nil, s.restore(t, st, edited.Before, info, before, verr)
+}
+
+// abandon ends an apply refused before the manifest changed: its journal (and marker) go. If they
+// cannot, the refusal says so: the next run would report an unfinished apply that changed nothing.
+func abandon(st *State, refusal error) error {
+	if err := st.ClearJournal(); err != nil {
+		return &Failure{Code: ExitRefused, Err: fmt.Errorf("%v; nothing changed, but the journal %s could not be removed (%v): remove it by hand", refusal, st.path(".journal"), err)}
+	}
+	return refusal
 }
 
 // overtaken checks, before an apply records its success or restores the original, that the
