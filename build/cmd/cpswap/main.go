@@ -189,9 +189,8 @@ func newPlan() *cobra.Command {
 func newApply() *cobra.Command {
 	var t target
 	var c changeFlags
-	var kubeconfig, healthURL, lease, process, hostname, nodeName string
-	var timeout, soak time.Duration
-	var checkCmdline bool
+	var vf verifyFlags
+	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "apply --manifest FILE [--image IMAGE] [--profile P] [--flag --name=value]... [--timeout 3m]",
 		Short: "Make the change, verify the restarted component, roll back if it does not verify",
@@ -207,8 +206,8 @@ A change that leaves the manifest as it is writes nothing and exits 0.`,
 			if err != nil {
 				return err
 			}
-			if timeout < soak+cpswap.StartMargin {
-				return &cpswap.Failure{Code: cpswap.ExitUsage, Err: fmt.Errorf("--timeout (%v) must be longer than --soak (%v) by %v at least: the kubelet reads the manifests directory every 20 s, then starts the component, which must lead or stand by before the soak begins", timeout, soak, cpswap.StartMargin)}
+			if timeout < vf.soak+cpswap.StartMargin {
+				return &cpswap.Failure{Code: cpswap.ExitUsage, Err: fmt.Errorf("--timeout (%v) must be longer than --soak (%v) by %v at least: the kubelet reads the manifests directory every 20 s, then starts the component, which must lead or stand by before the soak begins", timeout, vf.soak, cpswap.StartMargin)}
 			}
 			s := &cpswap.Swapper{BackupDir: t.backupDir, Timeout: timeout, Log: func(format string, args ...interface{}) {
 				fmt.Fprintf(os.Stderr, format+"\n", args...)
@@ -224,7 +223,7 @@ A change that leaves the manifest as it is writes nothing and exits 0.`,
 			}
 			// Apply plans again under the manifest's lock; a verifier that cannot be built only
 			// matters if that plan changes something (then it refuses, with this reason).
-			verifier, err := newVerifier(e, kubeconfig, healthURL, lease, process, hostname, nodeName, soak, checkCmdline)
+			verifier, err := vf.newVerifier(e)
 			if err != nil {
 				verifier = cannotVerify{err}
 			}
@@ -245,19 +244,29 @@ A change that leaves the manifest as it is writes nothing and exits 0.`,
 	}
 	t.bind(cmd)
 	c.bind(cmd, &t)
-	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "/etc/kubernetes/admin.conf", "kubeconfig to read the leader Lease with")
-	cmd.Flags().StringVar(&healthURL, "health-url", "", "health endpoint to verify (default: from the container's liveness probe)")
-	cmd.Flags().StringVar(&lease, "lease", "", "leader Lease namespace/name (default: kube-system/<component>)")
-	cmd.Flags().StringVar(&process, "process", "", "process name of the component (default: the component)")
-	cmd.Flags().StringVar(&hostname, "hostname", "", "this master's name as its Lease identities start (default: the host name)")
-	cmd.Flags().StringVar(&nodeName, "node-name", "", "this master's Node name, for the mirror pod whose image ID is checked when --image pins a digest (default: the host name, lower case)")
+	cmd.Flags().StringVar(&vf.kubeconfig, "kubeconfig", "/etc/kubernetes/admin.conf", "kubeconfig to read the leader Lease with")
+	cmd.Flags().StringVar(&vf.healthURL, "health-url", "", "health endpoint to verify (default: from the container's liveness probe)")
+	cmd.Flags().StringVar(&vf.lease, "lease", "", "leader Lease namespace/name (default: kube-system/<component>)")
+	cmd.Flags().StringVar(&vf.process, "process", "", "process name of the component (default: the component)")
+	cmd.Flags().StringVar(&vf.hostname, "hostname", "", "this master's name as its Lease identities start (default: the host name)")
+	cmd.Flags().StringVar(&vf.nodeName, "node-name", "", "this master's Node name, for the mirror pod whose image ID is checked when --image pins a digest (default: the host name, lower case)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Minute, "how long to wait for the component to verify before rolling back")
-	cmd.Flags().DurationVar(&soak, "soak", 30*time.Second, "how long the new process must stay up and healthy")
-	cmd.Flags().BoolVar(&checkCmdline, "check-cmdline", true, "count only a process whose command line ends with the new manifest's flags as new, and one that ends with the old manifest's as the old")
+	cmd.Flags().DurationVar(&vf.soak, "soak", 30*time.Second, "how long the new process must stay up and healthy")
+	cmd.Flags().BoolVar(&vf.checkCmdline, "check-cmdline", true, "count only a process whose command line ends with the new manifest's flags as new, and one that ends with the old manifest's as the old")
 	return cmd
 }
 
-func newVerifier(e *cpswap.Edited, kubeconfig, healthURL, lease, process, hostname, nodeName string, soak time.Duration, checkCmdline bool) (cpswap.Verifier, error) {
+// verifyFlags are apply's flags that say how to verify the restarted component.
+type verifyFlags struct {
+	kubeconfig, healthURL, lease, process, hostname, nodeName string
+	soak                                                      time.Duration
+	checkCmdline                                              bool
+}
+
+// newVerifier builds the verifier of a planned change from the flags, defaults filled in.
+func (f verifyFlags) newVerifier(e *cpswap.Edited) (cpswap.Verifier, error) {
+	kubeconfig, healthURL, lease, process, hostname, nodeName := f.kubeconfig, f.healthURL, f.lease, f.process, f.hostname, f.nodeName
+	soak, checkCmdline := f.soak, f.checkCmdline
 	bad := func(format string, args ...interface{}) error {
 		return &cpswap.Failure{Code: cpswap.ExitRefused, Err: fmt.Errorf(format, args...)}
 	}
