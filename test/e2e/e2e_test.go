@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -412,4 +413,7 @@ func TestMachineLockKeepsRunsApart(t *testing.T) {
 		t.Fatalf("after the release: %v, held by %q", err, held)
 	}
 	r3()
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the released lock file stays: %v", err)
+	}
 }

@@ -18,24 +18,34 @@ import (
 const machineLock = "/run/idc-lts-e2e.lock"
 
 // tryLock takes the lock at path without waiting, writing who holds it; held names the holder
-// when another live run has it.
+// when another live run has it. The release removes the file (the machine is left as found)
+// while still holding it; a run that locked a file just removed so sees that its file is no
+// longer the one at path, and tries again.
 func tryLock(path, holder string) (release func(), held string, err error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, "", err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		data, _ := os.ReadFile(path)
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, strings.TrimSpace(string(data)), nil
+	for {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, "", err
 		}
-		return nil, "", err
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			data, _ := os.ReadFile(path)
+			f.Close()
+			if errors.Is(err, syscall.EWOULDBLOCK) {
+				return nil, strings.TrimSpace(string(data)), nil
+			}
+			return nil, "", err
+		}
+		locked, err1 := f.Stat()
+		current, err2 := os.Stat(path)
+		if err1 != nil || err2 != nil || !os.SameFile(locked, current) {
+			f.Close()
+			continue
+		}
+		if err := f.Truncate(0); err == nil {
+			f.WriteAt([]byte(holder+"\n"), 0)
+		}
+		return func() { os.Remove(path); f.Close() }, "", nil
 	}
-	if err := f.Truncate(0); err == nil {
-		f.WriteAt([]byte(holder+"\n"), 0)
-	}
-	return func() { f.Close() }, "", nil
 }
 
 // lockMachine holds machineLock until the test's cleanups are done (it is registered first, so it
