@@ -1,15 +1,30 @@
 #!/usr/bin/env bash
 # Checks the hand-written docs against the repository: every release version they name is the one
-# VERSION makes, every relative link points at a file that exists, and the upgrade procedure an
-# operator pastes from docs/operations.md (the block between a line "   (" and a line "   )")
+# VERSION makes, every relative link points at a file that exists, every repository path they name
+# in backticks exists and every `make TARGET` is a target of the Makefile, and the upgrade procedure
+# an operator pastes from docs/operations.md (the block between a line "   (" and a line "   )")
 # parses and passes shellcheck.
+#   build/verify-docs.sh [DOC...]   (default: the hand-written docs)
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
 
 docs=(README.md docs/operations.md docs/development.md docs/ha.md)
+[ $# -eq 0 ] || docs=("$@")
 problems=()
 cd "${REPO_ROOT}"
 for doc in "${docs[@]}"; do
+  [ -f "${doc}" ] || die "no doc ${doc}"
+  # Repository paths in backticks (test/integration/... is upstream's tree, not ours).
+  # shellcheck disable=SC2016 # backticks in a regular expression, not a command substitution
+  while read -r path; do
+    case "${path}" in test/integration*) continue ;; esac
+    [ -e "${path}" ] || problems+=("${doc}: names ${path}, which does not exist")
+  done < <(grep -oE '`[^`]+`' "${doc}" | tr -d '`' |
+    grep -E '^(build|test|docs|hack|patches|monitoring|images|\.ci)/[A-Za-z0-9_./-]*$' | sort -u || true)
+  # shellcheck disable=SC2016
+  while read -r target; do
+    grep -qE "^${target}:" Makefile || problems+=("${doc}: names make ${target}, which the Makefile does not have")
+  done < <(grep -oE '`make [a-z0-9-]+' "${doc}" | sed 's/^`make //' | sort -u || true)
   while read -r version; do
     [ "${version}" = "${RELEASE_VERSION}" ] ||
       problems+=("${doc}: names release ${version}, but VERSION makes ${RELEASE_VERSION}")
@@ -20,6 +35,7 @@ for doc in "${docs[@]}"; do
       problems+=("${doc}: links to ${target}, which does not exist")
   done < <(grep -oE '\]\([^)[:space:]]+\)' "${doc}" | sed -e 's/^](//' -e 's/)$//' | grep -vE '^[a-z]+://' | sort -u)
 done
+[ $# -eq 0 ] || { [ ${#problems[@]} -eq 0 ] || die "$(printf '%s\n' "${problems[@]}")"; log "verify-docs: $* hold"; exit 0; }
 procedure=$(awk '/^   \($/,/^   \)$/' docs/operations.md | sed 's/^   //')
 if [ -z "${procedure}" ]; then
   problems+=("docs/operations.md: no upgrade procedure block (a line \"   (\" to a line \"   )\")")
@@ -27,4 +43,4 @@ elif ! findings=$(bash -n <<<"${procedure}" 2>&1 && shellcheck -s bash - <<<"${p
   problems+=("docs/operations.md: the upgrade procedure does not pass bash -n and shellcheck: ${findings}")
 fi
 [ ${#problems[@]} -eq 0 ] || die "$(printf '%s\n' "${problems[@]}")"
-log "verify-docs: ${#docs[@]} docs name ${RELEASE_VERSION} only, their links resolve, the upgrade procedure passes shellcheck"
+log "verify-docs: ${#docs[@]} docs name ${RELEASE_VERSION} only, their links, paths and make targets resolve, the upgrade procedure passes shellcheck"

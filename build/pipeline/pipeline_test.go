@@ -231,3 +231,30 @@ func TestComponentListsAgree(t *testing.T) {
 		t.Errorf("build/lib.sh COMPONENTS=%v, test/harness.Components=%v", shell, harness.Components)
 	}
 }
+
+// TestVerifyDocsNamesDanglingPathsAndTargets: make lint (build/verify-docs.sh) fails on a doc that
+// names, in backticks, a repository path that does not exist or a make target the Makefile lacks,
+// naming each; the same doc with real ones passes.
+func TestVerifyDocsNamesDanglingPathsAndTargets(t *testing.T) {
+	dir := t.TempDir()
+	bad, good := filepath.Join(dir, "bad.md"), filepath.Join(dir, "good.md")
+	if err := os.WriteFile(bad, []byte("Run `build/no-such-script.sh`, then `make no-such-target`; `build/lib.sh` and `make lint` exist.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(good, []byte("`build/lib.sh`, `make lint`, `make test-upstream-integration`, upstream's `test/integration/daemonset`.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(harness.RepoRoot(t), "build", "verify-docs.sh")
+	out, err := exec.Command(script, bad).CombinedOutput()
+	for _, want := range []string{"names build/no-such-script.sh, which does not exist", "names make no-such-target, which the Makefile does not have"} {
+		if err == nil || !strings.Contains(string(out), want) {
+			t.Errorf("verify-docs on a dangling doc: %v, want %q:\n%s", err, want, out)
+		}
+	}
+	if strings.Contains(string(out), "build/lib.sh") || strings.Contains(string(out), "make lint,") {
+		t.Errorf("verify-docs named a path or target that exists:\n%s", out)
+	}
+	if out, err := exec.Command(script, good).CombinedOutput(); err != nil {
+		t.Errorf("verify-docs on a doc with real paths and targets: %v\n%s", err, out)
+	}
+}
