@@ -25,16 +25,16 @@ func PatchedPackages(patchesDir, seriesFile string) (map[string][]string, error)
 	changes := map[string][]string{}
 	for _, name := range series {
 		file := filepath.Join(patchesDir, name)
-		p, err := patchmeta.Parse(file)
-		if err != nil {
-			return nil, err
-		}
-		if p.Value("Category") == "build" {
-			continue
-		}
 		data, err := os.ReadFile(file)
 		if err != nil {
 			return nil, err
+		}
+		p, err := patchmeta.ParseBytes(name, data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		if p.Value("Category") == "build" {
+			continue
 		}
 		changes[p.Number()] = changedImportPaths(data)
 	}
