@@ -159,7 +159,7 @@ func (s *Swapper) Apply(ctx context.Context, manifest string, change Change, ver
 	if s.Timeout <= 0 {
 		return nil, refused("--timeout must be positive, got %v: a verification with no time to run would always roll back", s.Timeout)
 	}
-	t, st, unlock, err := s.openLocked(manifest)
+	t, st, unlock, err := s.openLocked(manifest, true)
 	if err != nil {
 		return nil, err
 	}
@@ -347,13 +347,7 @@ type Rolled struct {
 // killed cpswap left unfinished. A manifest edited since the apply it would undo is refused
 // unless force is set.
 func (s *Swapper) Rollback(manifest string, toOriginal, force bool) (*Rolled, error) {
-	// A backup directory that does not exist holds nothing to roll back to: a typo is not created.
-	if dir, err := filepath.Abs(s.BackupDir); err == nil && s.BackupDir != "" {
-		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-			return nil, refused("no backup directory %s: nothing was recorded there (a typo in --backup-dir?)", dir)
-		}
-	}
-	t, st, unlock, err := s.openLocked(manifest)
+	t, st, unlock, err := s.openLocked(manifest, false)
 	if err != nil {
 		return nil, err
 	}
@@ -511,11 +505,16 @@ func replace(file string, data []byte, original os.FileInfo) (renamed bool, err 
 	return writeAtomic(file, data, original.Mode().Perm(), owner)
 }
 
-// openLocked opens the manifest and its state for a change, under lockManifest.
-func (s *Swapper) openLocked(manifest string) (target, *State, func(), error) {
-	t, st, err := s.open(manifest, true)
+// openLocked opens the manifest and its state for a change, under lockManifest. With create
+// false (rollback) a backup directory that does not exist is refused, not created: it holds
+// nothing to roll back to, and is most likely a typo.
+func (s *Swapper) openLocked(manifest string, create bool) (target, *State, func(), error) {
+	t, st, err := s.open(manifest, create)
 	if err != nil {
 		return t, nil, nil, err
+	}
+	if _, err := os.Stat(st.Dir); !create && errors.Is(err, os.ErrNotExist) {
+		return t, nil, nil, refused("no backup directory %s: nothing was recorded there (a typo in --backup-dir?)", st.Dir)
 	}
 	unlock, err := st.lockManifest(t)
 	if err != nil {
