@@ -265,46 +265,44 @@ type verifyFlags struct {
 
 // newVerifier builds the verifier of a planned change from the flags, defaults filled in.
 func (f verifyFlags) newVerifier(e *cpswap.Edited) (cpswap.Verifier, error) {
-	kubeconfig, healthURL, lease, process, hostname, nodeName := f.kubeconfig, f.healthURL, f.lease, f.process, f.hostname, f.nodeName
-	soak, checkCmdline := f.soak, f.checkCmdline
 	bad := func(format string, args ...interface{}) error {
 		return &cpswap.Failure{Code: cpswap.ExitRefused, Err: fmt.Errorf(format, args...)}
 	}
 	var err error
-	if healthURL == "" {
-		if healthURL, err = cpswap.HealthURL(e.After, e.Container); err != nil {
+	if f.healthURL == "" {
+		if f.healthURL, err = cpswap.HealthURL(e.After, e.Container); err != nil {
 			return nil, bad("%v", err)
 		}
 	}
 	namespace, name := cpswap.LeaseOf(e)
-	if lease != "" {
+	if f.lease != "" {
 		var ok bool
-		if namespace, name, ok = strings.Cut(lease, "/"); !ok || namespace == "" || name == "" {
-			return nil, &cpswap.Failure{Code: cpswap.ExitUsage, Err: fmt.Errorf("--lease: want namespace/name, got %q", lease)}
+		if namespace, name, ok = strings.Cut(f.lease, "/"); !ok || namespace == "" || name == "" {
+			return nil, &cpswap.Failure{Code: cpswap.ExitUsage, Err: fmt.Errorf("--lease: want namespace/name, got %q", f.lease)}
 		}
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
 	if err != nil {
-		return nil, bad("kubeconfig %s: %v", kubeconfig, err)
+		return nil, bad("kubeconfig %s: %v", f.kubeconfig, err)
 	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, bad("kubeconfig %s: %v", kubeconfig, err)
+		return nil, bad("kubeconfig %s: %v", f.kubeconfig, err)
 	}
 	procs, err := cpswap.HostProcesses()
 	if err != nil {
 		return nil, bad("%v", err)
 	}
-	if process == "" {
-		process = e.Component
+	if f.process == "" {
+		f.process = e.Component
 	}
-	if hostname == "" {
-		if hostname, err = os.Hostname(); err != nil {
+	if f.hostname == "" {
+		if f.hostname, err = os.Hostname(); err != nil {
 			return nil, bad("%v", err)
 		}
 	}
 	var args, oldArgs []string
-	if checkCmdline {
+	if f.checkCmdline {
 		if args, err = cpswap.ComponentArgs(e); err != nil {
 			return nil, bad("%v", err)
 		}
@@ -313,20 +311,20 @@ func (f verifyFlags) newVerifier(e *cpswap.Edited) (cpswap.Verifier, error) {
 		}
 	}
 	v := &cpswap.ComponentVerifier{
-		Procs: procs, Comm: process, Args: args, OldArgs: oldArgs, HealthURL: healthURL,
+		Procs: procs, Comm: f.process, Args: args, OldArgs: oldArgs, HealthURL: f.healthURL,
 		Leases: client.CoordinationV1().RESTClient(), LeaseNamespace: namespace, LeaseName: name,
-		Hostname: hostname, Interval: time.Second, Soak: soak,
+		Hostname: f.hostname, Interval: time.Second, Soak: f.soak,
 	}
 	if e.Image.Digest != "" {
-		if nodeName == "" {
-			nodeName = strings.ToLower(hostname)
+		if f.nodeName == "" {
+			f.nodeName = strings.ToLower(f.hostname)
 		}
 		pod, err := cpswap.Parse(e.After)
 		if err != nil {
 			return nil, bad("%v", err)
 		}
 		v.ImageDigest, v.Pods, v.ContainerName = e.Image.Digest, client.CoreV1().RESTClient(), e.Container
-		v.PodNamespace, v.PodName = pod.Namespace, pod.Name+"-"+nodeName
+		v.PodNamespace, v.PodName = pod.Namespace, pod.Name+"-"+f.nodeName
 		if v.PodNamespace == "" {
 			v.PodNamespace = "kube-system"
 		}
