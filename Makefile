@@ -28,11 +28,11 @@ binaries: patch ## The patched components for every architecture of ARCHS (defau
 
 .PHONY: rootfs
 rootfs: ## The images' base root filesystems, from the Debian packages pinned in images/, for ARCHS
-	build/base-rootfs.sh
+	images/base/rootfs.sh
 
 .PHONY: images
 images: binaries rootfs ## Images of the patched components (REGISTRY=..., ARCHS=...) in _output/images
-	build/images.sh
+	images/control-plane/build.sh
 
 .PHONY: kubeadm
 kubeadm: patch ## Stock kubeadm, which writes the release's static-pod manifests
@@ -52,12 +52,12 @@ verify-patches: source ## Check the series: listed once, headers, applies (also 
 
 .PHONY: lint
 lint: ## shellcheck the scripts; gofmt and go vet this repository's Go code; docs name VERSION's release
-	@command -v shellcheck >/dev/null || { echo "make lint: shellcheck is missing; run 'sudo hack/install-tools.sh' (README)"; exit 1; }
-	shellcheck build/*.sh hack/*.sh .ci/run
+	@command -v shellcheck >/dev/null || { echo "make lint: missing shellcheck: run 'sudo hack/install-tools.sh' (README), which installs every tool the targets need"; exit 1; }
+	shellcheck build/*.sh hack/*.sh images/*/*.sh .ci/run
 	build/verify-docs.sh
 	@unformatted=$$(find . -name "*.go" -not -path "./_output/*" -exec gofmt -l {} +); [ -z "$$unformatted" ] || { echo "gofmt needed: $$unformatted"; exit 1; }
 	go vet ./...
-	cd build/image && go vet ./...
+	cd images/builder && go vet ./...
 
 .PHONY: verify-monitoring
 verify-monitoring: ## promtool check/test the alerting rules; validate the dashboard's queries
@@ -77,7 +77,7 @@ UPSTREAM_INTEGRATION_PACKAGES := $(addprefix test/integration/,apimachinery clie
   defaulttolerationseconds deployment disruption evictions garbagecollector namespace quota \
   replicaset replicationcontroller scheduler serviceaccount serving statefulset ttlcontroller \
   volume volumescheduling)
-# The part of them make test runs (5.5 minutes warm, two packages at once): each controller and scheduler
+# The part of them make test runs (two packages at once; its time: docs/development.md, Measured times): each controller and scheduler
 # package a patch changes, driven by upstream's tests of it; docs/development.md maps which.
 UPSTREAM_INTEGRATION_SUBSET := \
   test/integration/apimachinery:^TestWatchRestartsIfTimeoutNotReached$$/^(RetryWatcher|InformerWatcher) \
@@ -109,8 +109,8 @@ test-regression: build ## Regression suites: stock shows each bug, VARIANT_UNDER
 
 .PHONY: images-amd64
 images-amd64: build ## The release's images for amd64 only, as the tests use them
-	ARCHS=amd64 build/base-rootfs.sh
-	ARCHS=amd64 build/images.sh
+	ARCHS=amd64 images/base/rootfs.sh
+	ARCHS=amd64 images/control-plane/build.sh
 
 .PHONY: test-image
 test-image: images-amd64 ## Load the amd64 images into Docker, run them, check the digest is reproducible
@@ -124,8 +124,8 @@ test-publish: build ## A real registry (TLS, auth): make publish, pull back, cos
 
 .PHONY: test-e2e
 test-e2e: images-amd64 kubeadm ## A kubeadm master run by a real kubelet: the release published to a registry, cpswap onto it by digest and back
-	build/e2e-images.sh
-	go build -trimpath -o _output/bin/e2e/linux-$$(go env GOARCH)/ ./build/cmd/cpswap ./test/e2e/runc-oom-clamp
+	images/e2e/build.sh
+	go build -trimpath -o _output/bin/e2e/linux-$$(go env GOARCH)/ ./cmd/cpswap ./test/e2e/runc-oom-clamp
 	go test -count=1 -v -timeout 30m ./test/e2e/
 
 .PHONY: prove-patches
@@ -137,7 +137,7 @@ ha-figures: build ## The HA fault suite on stock (waits up to 5 min per fault) a
 	build/ha-figures.sh
 
 .PHONY: bench
-bench: build ## Resync, leader failover and watch fan-out at N=13,000, stock vs patched -> docs/benchmarks.md (~1 h)
+bench: build ## Resync and leader failover at 13,000 Services, watch fan-out at 2,000, stock vs patched -> docs/benchmarks.md (~1 h)
 	build/bench.sh
 
 .PHONY: test

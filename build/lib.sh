@@ -23,7 +23,7 @@ unset GOSUMDB
 
 # The components this fork replaces, in the order everything lists them; the stock harness (the
 # control plane the tests run them against) is built with them. test/harness.Components says the
-# same for the Go tests (build/pipeline checks that they agree).
+# same for the Go tests (test/pipeline checks that they agree).
 COMPONENTS=(kube-controller-manager kube-scheduler)
 HARNESS_COMMANDS=("${COMPONENTS[@]}" kube-apiserver etcd kubeadm kubelet)
 # Where images are tagged and for which architectures; override with REGISTRY=... ARCHS="...".
@@ -51,6 +51,15 @@ UPSTREAM_DATE="2020-02-11T18:06:26Z"
 
 log() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# need_tools COMMAND...: stops naming every command missing from PATH and what installs it.
+need_tools() {
+  local missing=() tool
+  for tool in "$@"; do
+    command -v "${tool}" >/dev/null 2>&1 || missing+=("${tool}")
+  done
+  [ ${#missing[@]} -eq 0 ] || die "missing ${missing[*]}: run 'sudo hack/install-tools.sh' (README), which installs every tool the targets need"
+}
 
 # git on the upstream tree, blind to the user's and the system's git configuration.
 tree_git() {
@@ -136,10 +145,10 @@ changed_packages() {
     sed -e 's|^staging/src/||' -e '/^k8s\.io\//!s|^|k8s.io/kubernetes/|' | LC_ALL=C sort -u
 }
 
-# Builds the daemonless image builder (build/image, a module of its own) and prints its path;
+# Builds the daemonless image builder (images/builder, a module of its own) and prints its path;
 # used as image_build=$(image_build_tool), where errexit does not reach inside the function.
 image_build_tool() {
   local tool="${OUTPUT_DIR}/tools/image-build"
-  (cd "${REPO_ROOT}/build/image" && go build -trimpath -o "${tool}" ./cmd/image-build) || return 1
+  (cd "${REPO_ROOT}/images/builder" && go build -trimpath -o "${tool}" ./cmd/image-build) || return 1
   echo "${tool}"
 }

@@ -32,7 +32,7 @@ done
 cp -r "${images}"/. "${partial}/images/"
 for arch in ${ARCHS}; do
   (cd "${REPO_ROOT}" && CGO_ENABLED=0 GOOS=linux GOARCH=${arch} go build -trimpath -buildvcs=false \
-    -ldflags="-s -w -buildid=" -o "${partial}/bin/linux-${arch}/cpswap" ./build/cmd/cpswap)
+    -ldflags="-s -w -buildid=" -o "${partial}/bin/linux-${arch}/cpswap" ./cmd/cpswap)
 done
 
 log "static-pod manifests from kubeadm ${UPSTREAM_VERSION}"
@@ -59,7 +59,7 @@ done
 epoch=$(tree_git log -1 --format=%ct patched)
 sbom="${OUTPUT_DIR}/tools/sbom"
 (cd "${REPO_ROOT}" && go build -trimpath -o "${sbom}" ./build/cmd/sbom)
-"${sbom}" -release "${RELEASE_VERSION}" -epoch "${epoch}" -lock "${REPO_ROOT}/images/base-packages.lock" \
+"${sbom}" -release "${RELEASE_VERSION}" -epoch "${epoch}" -lock "${REPO_ROOT}/images/base/packages.lock" \
   "${binaries[@]}" > "${partial}/sbom.spdx.json"
 "${sbom}" -check "${partial}/sbom.spdx.json" "${binaries[@]}" >&2
 "${PATCHMETA}" notes -series "${SERIES_FILE}" -version "${RELEASE_VERSION}" -upstream "${UPSTREAM_VERSION}" \

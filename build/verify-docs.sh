@@ -8,7 +8,7 @@
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
 
-docs=(README.md docs/operations.md docs/development.md docs/ha.md docs/benchmarks.md)
+docs=(README.md docs/operations.md docs/development.md docs/ha.md docs/benchmarks.md images/README.md images/*/README.md)
 [ $# -eq 0 ] || docs=("$@")
 problems=()
 cd "${REPO_ROOT}"
@@ -20,7 +20,7 @@ for doc in "${docs[@]}"; do
     case "${path}" in test/integration*) continue ;; esac
     [ -e "${path}" ] || problems+=("${doc}: names ${path}, which does not exist")
   done < <(grep -oE '`[^`]+`' "${doc}" | tr -d '`' |
-    grep -E '^(build|test|docs|hack|patches|monitoring|images|\.ci)/[A-Za-z0-9_./-]*$' | sort -u || true)
+    grep -E '^(build|cmd|pkg|test|docs|hack|patches|monitoring|images|\.ci)/[A-Za-z0-9_./-]*$' | sort -u || true)
   # shellcheck disable=SC2016
   while read -r target; do
     grep -qE "^${target}:" Makefile || problems+=("${doc}: names make ${target}, which the Makefile does not have")

@@ -5,11 +5,11 @@ set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
 
 images="${OUTPUT_DIR}/images/${RELEASE_VERSION}"
-[ -f "${images}/kube-controller-manager.digest" ] || die "no images in ${images}; run build/images.sh first"
+[ -f "${images}/kube-controller-manager.digest" ] || die "no images in ${images}; run images/control-plane/build.sh first"
 saved=$(mktemp -d)
 trap 'rm -rf "${saved}"' EXIT
 cp "${images}"/*.digest "${saved}/"
-"$(dirname "$0")/images.sh" >/dev/null
+"${REPO_ROOT}/images/control-plane/build.sh" >/dev/null
 for digest in "${saved}"/*.digest; do
   name=$(basename "${digest}")
   if ! cmp -s "${digest}" "${images}/${name}"; then

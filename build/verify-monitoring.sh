@@ -5,7 +5,7 @@
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
 
-command -v promtool >/dev/null || die "promtool not found: apt-get install prometheus (hack/install-tools.sh does)"
+need_tools promtool
 cd "${REPO_ROOT}/monitoring"
 promtool check rules prometheus/rules.yaml
 promtool test rules prometheus/rules_test.yaml

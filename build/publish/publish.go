@@ -32,8 +32,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/idc-lts/kube-1.17/build/registry"
-	"github.com/idc-lts/kube-1.17/build/signature"
+	"github.com/idc-lts/kube-1.17/pkg/registry"
+	"github.com/idc-lts/kube-1.17/pkg/signature"
 )
 
 // SBOMMediaType is the media type of the SBOM attached to each index (SPDX 2.3 JSON).

@@ -27,7 +27,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/idc-lts/kube-1.17/build/registry"
+	"github.com/idc-lts/kube-1.17/pkg/registry"
 )
 
 const testVersion = "v0.0.0-test"

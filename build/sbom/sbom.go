@@ -119,14 +119,14 @@ func Build(release string, created time.Time, binaries []string, debs []DebianPa
 			PackageSPDXIdentifier: id, PackageName: d.Name, PackageVersion: d.Version, PackageDownloadLocation: "NOASSERTION",
 			PackageChecksums:          []common.Checksum{{Algorithm: common.SHA256, Value: d.SHA256}},
 			PackageExternalReferences: purl(fmt.Sprintf("pkg:deb/debian/%s@%s?arch=%s", d.Name, d.Version, d.Arch)),
-			PackageComment:            "image base layer (images/base-packages.lock)",
+			PackageComment:            "image base layer (images/base/packages.lock)",
 		})
 		describes(doc, "DOCUMENT", id, "DESCRIBES")
 	}
 	return doc, nil
 }
 
-// ParseLock reads images/base-packages.lock.
+// ParseLock reads images/base/packages.lock.
 func ParseLock(data string) ([]DebianPackage, error) {
 	var out []DebianPackage
 	for i, line := range strings.Split(data, "\n") {

@@ -133,7 +133,7 @@ type Record struct {
 // The record's two tables are found under these headings.
 const (
 	ChangelogHeading = "## Changelog entries"
-	LaterHeading     = "## Not in the 1.17 changelog"
+	LaterHeading     = "## Later fixes"
 )
 
 var prCell = regexp.MustCompile(`^#(\d+)$`)

@@ -52,7 +52,7 @@ const record = `# header
 | v1.17.6 | #90032 | not needed | managedFields wiped | apiserver strategies only |
 | v1.17.5 | #89399 | covered 0002 | old Go | our toolchain |
 
-## Not in the 1.17 changelog
+## Later fixes (not in the 1.17 changelog), ranked
 
 | PR | first release | decision | symptom | reason |
 |---|---|---|---|---|

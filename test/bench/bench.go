@@ -37,6 +37,9 @@ type Config struct {
 	// Failover ends the run by killing the leader with a standby of the same build waiting.
 	// (Its JSON name is not "failover", which Result.Failover takes.)
 	Failover bool `json:"withFailover,omitempty"`
+	// Handover stops the leader with SIGTERM instead (a planned stop: the kubelet replacing its
+	// pod for an upgrade step), which a build may answer by releasing its lease; implies Failover.
+	Handover bool `json:"handover,omitempty"`
 	// Watchers is how many Endpoints watchers and a probe client the resync runs under.
 	Watchers int `json:"watchers,omitempty"`
 }
@@ -48,7 +51,10 @@ func (c Config) String() string {
 // Extras is how BENCH_RATES spells what the run measures besides the resync.
 func (c Config) Extras() string {
 	s := ""
-	if c.Failover {
+	switch {
+	case c.Handover:
+		s += " +handover"
+	case c.Failover:
 		s += " +failover"
 	}
 	if c.Watchers > 0 {

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"syscall"
 	"time"
 
 	"github.com/idc-lts/kube-1.17/test/harness"
@@ -8,8 +9,9 @@ import (
 
 // FailoverResult is what a run measured after killing its leader with a standby waiting.
 type FailoverResult struct {
-	// TakeoverSeconds is from the leader's SIGKILL until the standby logged that it acquired the
-	// lock: the old lease running out, plus up to one retry period.
+	// TakeoverSeconds is from the leader's SIGKILL (SIGTERM for a handover) until the standby
+	// logged that it acquired the lock: the old lease running out, or its release, plus up to one
+	// retry period.
 	TakeoverSeconds float64 `json:"takeoverSeconds"`
 	// StartupWrites counts Endpoints writes from the kill until the new leader's startup sync
 	// drained, leaving out the StartupEligible = Services - Deletions Services whose pods the
@@ -50,7 +52,7 @@ func (r *run) startStandby(logDir string) *harness.Component {
 	return standby
 }
 
-// measureFailover kills the leader, deletes pods one every opts.DeleteInterval from that moment,
+// measureFailover kills the leader (SIGTERM for a handover), deletes pods one every opts.DeleteInterval from that moment,
 // and waits until the standby has taken over, drained its startup sync and removed every
 // deleted address.
 func (r *run) measureFailover(standby *harness.Component, slot int, opts Options) *FailoverResult {
@@ -64,7 +66,13 @@ func (r *run) measureFailover(standby *harness.Component, slot int, opts Options
 	// whose endpoint controller stands by (patch 0018) has queued every Service already.
 	baseline, _ := r.queue()
 	killedAt := time.Now()
-	leader.Kill()
+	if r.cfg.Handover {
+		if err := syscall.Kill(leader.Pid(), syscall.SIGTERM); err != nil {
+			b.Fatalf("%s: SIGTERM to the leader: %v", r.cfg, err)
+		}
+	} else {
+		leader.Kill()
+	}
 	d.start()
 
 	var res FailoverResult

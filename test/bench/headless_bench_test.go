@@ -16,16 +16,17 @@ import (
 
 // Settings come from the environment so that `make bench` can be narrowed for a quick look:
 //
-//	BENCH_SERVICES  Service counts, one control plane each       (default "13000")
-//	BENCH_RATES     runs: qps:burst of kube-controller-manager,   (default defaultRuns)
+//	BENCH_SERVICES  Service counts, one control plane each       (default DefaultServices)
+//	BENCH_RATES     runs: qps:burst of kube-controller-manager,   (default DefaultRuns)
 //	                each with options: "+failover" ends the run
-//	                by killing the leader with a standby waiting;
+//	                by killing the leader with a standby waiting,
+//	                "+handover" by stopping it with SIGTERM;
 //	                "+watchers=W" runs the resync under W Endpoints
 //	                watchers and a probe client; "+services=N"
 //	                runs it at N Services only (adding a control
 //	                plane of N) instead of at each BENCH_SERVICES
-//	BENCH_VARIANTS  builds under _output/bin                     (default "stock,patched")
-//	BENCH_DELETIONS pods deleted per phase, one every 250 ms     (default 100)
+//	BENCH_VARIANTS  builds under _output/bin                     (default DefaultVariants)
+//	BENCH_DELETIONS pods deleted per phase, one every 250 ms     (default DefaultDeletions)
 //	BENCH_RESULTS   directory for the runs' JSON results         (default _output/bench)
 func setting(name, fallback string) string {
 	if v := os.Getenv(name); v != "" {
@@ -45,7 +46,7 @@ func atoi(b *testing.B, name, s string) int {
 // BenchmarkHeadlessResync runs every configuration once (use -benchtime=1x): the reported
 // metrics are one run's, and the JSON results carry every latency for the report.
 func BenchmarkHeadlessResync(b *testing.B) {
-	deletions := atoi(b, "BENCH_DELETIONS", setting("BENCH_DELETIONS", "100"))
+	deletions := atoi(b, "BENCH_DELETIONS", setting("BENCH_DELETIONS", DefaultDeletions))
 	resultsDir := setting("BENCH_RESULTS", filepath.Join(harness.OutputDir(b), "bench"))
 	if err := os.MkdirAll(resultsDir, 0o755); err != nil {
 		b.Fatal(err)
@@ -60,16 +61,16 @@ func BenchmarkHeadlessResync(b *testing.B) {
 	// planes are the control planes to fill: BENCH_SERVICES, whose each run without +services
 	// uses, then those that runs with +services name.
 	var planes []int
-	for _, services := range strings.Split(setting("BENCH_SERVICES", "13000"), ",") {
+	for _, services := range strings.Split(setting("BENCH_SERVICES", DefaultServices), ",") {
 		planes = append(planes, atoi(b, "BENCH_SERVICES", services))
 	}
 	everyRunAt := slices.Clone(planes)
-	for _, spec := range strings.Split(setting("BENCH_RATES", defaultRuns), ",") {
+	for _, spec := range strings.Split(setting("BENCH_RATES", DefaultRuns), ",") {
 		run := parseRun(b, spec)
 		if run.Services > 0 && !slices.Contains(planes, run.Services) {
 			planes = append(planes, run.Services)
 		}
-		for _, variant := range strings.Split(setting("BENCH_VARIANTS", "stock,patched"), ",") {
+		for _, variant := range strings.Split(setting("BENCH_VARIANTS", DefaultVariants), ",") {
 			harness.Binary(b, variant, "kube-controller-manager")
 			run.Variant = variant
 			configs = append(configs, run)
@@ -122,13 +123,8 @@ func BenchmarkHeadlessResync(b *testing.B) {
 	}
 }
 
-// defaultRuns are the runs `make bench` makes: the resync and a failover at the incident's default
-// rate, and the resync's watch fan-out at the rate the incident's operators raised it to, with
-// 500 watchers (nothing to see on 2 cores) and 5,000 (requests over 1 s), at 2,000 Services:
-// the apiserver paces the writes under that load, so 13,000 would take ten times as long.
-const defaultRuns = "20:30+failover,100:120+watchers=500+services=2000,100:120+watchers=5000+services=2000"
-
-// parseRun reads one BENCH_RATES entry: qps:burst, then +failover and +watchers=W in any order.
+// parseRun reads one BENCH_RATES entry: qps:burst, then +failover or +handover, +watchers=W and
+// +services=N in any order.
 func parseRun(b *testing.B, spec string) Config {
 	fields := strings.Split(strings.TrimSpace(spec), "+")
 	qps, burst, ok := strings.Cut(fields[0], ":")
@@ -140,12 +136,14 @@ func parseRun(b *testing.B, spec string) Config {
 		switch name, value, _ := strings.Cut(option, "="); name {
 		case "failover":
 			cfg.Failover = true
+		case "handover":
+			cfg.Failover, cfg.Handover = true, true
 		case "watchers":
 			cfg.Watchers = atoi(b, "BENCH_RATES watchers", value)
 		case "services":
 			cfg.Services = atoi(b, "BENCH_RATES services", value)
 		default:
-			b.Fatalf("BENCH_RATES: %q: unknown option %q (want +failover, +watchers=W or +services=N)", spec, option)
+			b.Fatalf("BENCH_RATES: %q: unknown option %q (want +failover, +handover, +watchers=W or +services=N)", spec, option)
 		}
 	}
 	return cfg

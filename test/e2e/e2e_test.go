@@ -182,9 +182,44 @@ func TestKubeadmMaster(t *testing.T) {
 		})
 	}
 
-	s.run("cpswap rollback: the stock image and lock are back, stock leads again", 5*time.Minute, func(ctx context.Context) error {
+	// A planned restart of each patched component (a flag changed: the kubelet stops the pod with
+	// SIGTERM and starts the new one): the old instance releases its Lease (patch 0028), so the new
+	// one leads as soon as it starts instead of waiting for the lease to expire.
+	for _, c := range components {
+		c := c
+		s.run("planned restart of the patched "+c+" (cpswap apply --flag=--v=2): the old instance releases its Lease, the new one takes it at once", 5*time.Minute, func(ctx context.Context) error {
+			before, err := leaseLock(ctx, client, c)
+			if err != nil {
+				return err
+			}
+			stop, err := watchHandover(ctx, client, c, before.Holder)
+			if err != nil {
+				return err
+			}
+			code, out := apply(ctx, c, releaseImages[c], "3m", "--flag=--v=2")
+			h, err := stop()
+			if code != 0 {
+				return fmt.Errorf("cpswap exit code %d, want 0:\n%s", code, out)
+			}
+			if err != nil {
+				return err
+			}
+			gap := h.acquired.Sub(h.lastRenewal)
+			t.Logf("HANDOVER %s: old holder's last renewal %s, released %t, new holder's acquisition %s: %.1f s without a leader",
+				c, h.lastRenewal.Format(time.StampMilli), h.released, h.acquired.Format(time.StampMilli), gap.Seconds())
+			_ = os.WriteFile(filepath.Join(m.logDir, "handover-"+c+".txt"), []byte(fmt.Sprintf("%s\t%.1f s\treleased %t\n", c, gap.Seconds(), h.released)), 0o644)
+			if !h.released || gap >= 15*time.Second {
+				return fmt.Errorf("the old %s did not hand its Lease over (released %t): the new instance led %.1f s after the old one's last renewal, as after an expired lease",
+					c, h.released, gap.Seconds())
+			}
+			return nil
+		})
+	}
+
+	s.run("cpswap rollback --to original: the stock image and lock are back, stock leads again", 5*time.Minute, func(ctx context.Context) error {
 		for _, c := range components {
-			if code, out := runLogged(ctx, m.logDir, "cpswap-rollback-"+c, cpswap, "rollback", "--manifest", manifest(c), "--backup-dir", backupDir); code != 0 {
+			// Two applies back (the release image, then its flag): --to original.
+			if code, out := runLogged(ctx, m.logDir, "cpswap-rollback-"+c, cpswap, "rollback", "--manifest", manifest(c), "--backup-dir", backupDir, "--to", "original"); code != 0 {
 				return fmt.Errorf("cpswap rollback %s: exit code %d, want 0:\n%s", c, code, out)
 			}
 			if have, _ := os.ReadFile(manifest(c)); !bytes.Equal(have, original[c]) {
@@ -391,9 +426,6 @@ func (s *steps) logImageSizes(m *master) {
 	s.t.Logf("images on the master:\n%s", out)
 	_ = os.WriteFile(filepath.Join(s.logDir, "image-sizes.txt"), []byte(out), 0o644)
 }
-
-// archive is a test image's docker save archive.
-func archive(fixtures, name string) string { return filepath.Join(fixtures, name+"-amd64.docker.tar") }
 
 // TestMachineLockKeepsRunsApart: while one run holds the machine's e2e lock, another is told who
 // holds it and gets nothing (so it neither cleans up nor starts anything); once released, the

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -64,6 +65,9 @@ func lockMachine(t *testing.T) {
 // prerequisites stops the test, before it touches anything on the machine, when what it runs is
 // not built: a plain go test ./... in a fresh clone must leave another checkout's run alone.
 func prerequisites(t *testing.T, fixtures string, images []string) {
+	for _, tool := range []string{"dockerd", "docker"} {
+		harness.Tool(t, tool, "docker.io")
+	}
 	for _, b := range []struct{ variant, name string }{{"stock", "kubeadm"}, {"stock", "kubelet"}, {"e2e", "runc-oom-clamp"}, {"e2e", "cpswap"}} {
 		harness.Binary(t, b.variant, b.name)
 	}
@@ -73,3 +77,6 @@ func prerequisites(t *testing.T, fixtures string, images []string) {
 		}
 	}
 }
+
+// archive is a test image's docker save archive.
+func archive(fixtures, name string) string { return filepath.Join(fixtures, name+"-amd64.docker.tar") }

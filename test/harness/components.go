@@ -24,7 +24,7 @@ const (
 )
 
 // Components are the components this fork replaces, in the order everything lists them
-// (COMPONENTS in build/lib.sh; build/pipeline checks that the two agree).
+// (COMPONENTS in build/lib.sh; test/pipeline checks that the two agree).
 var Components = []string{KubeControllerManager, KubeScheduler}
 
 // ComponentOptions say what StartComponent runs; every field has a default.

@@ -15,7 +15,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -24,8 +23,6 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
-
-	"github.com/idc-lts/kube-1.17/test/tier"
 )
 
 // Registry is a CNCF distribution registry (Debian's docker-registry) serving on loopback with
@@ -59,10 +56,7 @@ const registryDirPrefix = "idc-lts-registry-"
 // the next StartRegistry removes the directory.
 func StartRegistry(t testing.TB) *Registry {
 	t.Helper()
-	binary, err := exec.LookPath("docker-registry")
-	if err != nil {
-		tier.Missing(t, "run hack/install-tools.sh (Debian's docker-registry)", "no docker-registry on PATH")
-	}
+	binary := Tool(t, "docker-registry", "docker-registry")
 	removeStaleRegistryDirs(t)
 	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", registryDirPrefix, os.Getpid()))
 	if err != nil {
@@ -169,11 +163,7 @@ func (r *Registry) Kill() { r.process.Kill() }
 func (r *Registry) Restart() {
 	r.t.Helper()
 	r.process.Kill()
-	binary, err := exec.LookPath("docker-registry")
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	r.start(binary)
+	r.start(Tool(r.t, "docker-registry", "docker-registry"))
 }
 
 // Stop stops the registry.

@@ -6,23 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/idc-lts/kube-1.17/test/tier"
 )
-
-// Cosign is the path of cosign's CLI, installed by hack/install-tools.sh into GOPATH/bin.
-func Cosign(t testing.TB) string {
-	t.Helper()
-	gopath, err := exec.Command("go", "env", "GOPATH").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cosign := filepath.Join(strings.TrimSpace(string(gopath)), "bin", "cosign")
-	if _, err := os.Stat(cosign); err != nil {
-		tier.Missing(t, "run hack/install-tools.sh (cosign through the Go module proxy)", "no %s", cosign)
-	}
-	return cosign
-}
 
 // CosignKeyPair makes a cosign key pair in dir with cosign's CLI, encrypted with password; it
 // returns the private and public key's paths.

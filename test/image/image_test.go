@@ -19,7 +19,7 @@ import (
 	"github.com/idc-lts/kube-1.17/test/tier"
 )
 
-// imageDir is where build/images.sh put the images (IMAGE_DIR, set by `make test-image`).
+// imageDir is where images/control-plane/build.sh put the images (IMAGE_DIR, set by `make test-image`).
 func imageDir(t *testing.T) string {
 	dir := os.Getenv("IMAGE_DIR")
 	if dir == "" {
@@ -31,7 +31,7 @@ func imageDir(t *testing.T) string {
 func docker(t *testing.T, args ...string) string {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command("docker", args...)
+	cmd := exec.Command(harness.Tool(t, "docker", "docker.io"), args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("docker %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
@@ -138,7 +138,7 @@ func TestContainerdImportsTheOCITar(t *testing.T) {
 		t.Fatal("no containerd socket found (looked in /run/containerd and /run/docker/containerd)")
 	}
 	ctr := func(args ...string) string {
-		out, err := exec.Command("ctr", append([]string{"-a", socket, "-n", "k8s.io"}, args...)...).CombinedOutput()
+		out, err := exec.Command(harness.Tool(t, "ctr", "containerd"), append([]string{"-a", socket, "-n", "k8s.io"}, args...)...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("ctr %s: %v\n%s", strings.Join(args, " "), err, out)
 		}

@@ -27,7 +27,6 @@ import (
 	"time"
 
 	"github.com/idc-lts/kube-1.17/test/harness"
-	"github.com/idc-lts/kube-1.17/test/tier"
 )
 
 const repoPath = "idc-lts"
@@ -191,10 +190,7 @@ func TestPublish(t *testing.T) {
 func setup(t *testing.T) *env {
 	repo := harness.RepoRoot(t)
 	e := &env{t: t, repo: repo, tmp: t.TempDir(), logDir: harness.LogDir(t), password: "test-key-password"}
-	var err error
-	if e.skopeo, err = exec.LookPath("skopeo"); err != nil {
-		tier.Missing(t, "run hack/install-tools.sh (Debian's skopeo)", "no skopeo on PATH")
-	}
+	e.skopeo = harness.Tool(t, "skopeo", "skopeo")
 	e.cosign = harness.Cosign(t)
 	e.version = harness.ReleaseVersion(t)
 	e.reg = harness.StartRegistry(t)
@@ -354,7 +350,7 @@ func (e *env) cosignRun(args ...string) (string, error) {
 // one given are refused before the manifest changes.
 func (e *env) cpswapVerify(t *testing.T) {
 	cpswap := filepath.Join(e.tmp, "cpswap")
-	build := exec.Command("go", "build", "-o", cpswap, "./build/cmd/cpswap")
+	build := exec.Command("go", "build", "-o", cpswap, "./cmd/cpswap")
 	build.Dir = e.repo
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building cpswap: %v\n%s", err, out)

@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/idc-lts/kube-1.17/build/publish"
-	"github.com/idc-lts/kube-1.17/build/registry"
-	"github.com/idc-lts/kube-1.17/build/signature"
+	"github.com/idc-lts/kube-1.17/pkg/registry"
+	"github.com/idc-lts/kube-1.17/pkg/signature"
 )
 
 func main() {

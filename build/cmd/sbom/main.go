@@ -22,7 +22,7 @@ import (
 func main() {
 	release := flag.String("release", "", "release version")
 	epoch := flag.Int64("epoch", 0, "creation time (SOURCE_DATE_EPOCH)")
-	lock := flag.String("lock", "images/base-packages.lock", "pinned Debian packages of the image base")
+	lock := flag.String("lock", "images/base/packages.lock", "pinned Debian packages of the image base")
 	check := flag.String("check", "", "an SBOM to check instead of writing one")
 	flag.Parse()
 	var err error

@@ -46,6 +46,8 @@ type Binary struct{ Name, SHA256 string }
 type page struct {
 	Env     bench.Environment
 	Command string
+	// Defaults are make bench's default settings, as the code has them.
+	Defaults defaults
 	// Charts are the charts written, by case ("Resync", "Failover", "FanOut"), relative to the page.
 	Charts   map[string]string
 	Binaries []Binary
@@ -65,10 +67,13 @@ type page struct {
 	ReproducedAt string
 }
 
+type defaults struct{ Services, Runs, Variants, Deletions string }
+
 // WritePage writes the Markdown page; charts maps a case to its chart's path, for the cases
 // that have one.
 func WritePage(path string, charts map[string]string, command string, env bench.Environment, results []bench.Result) error {
-	data := page{Env: env, Command: command, Charts: map[string]string{}}
+	data := page{Env: env, Command: command, Charts: map[string]string{},
+		Defaults: defaults{Services: bench.DefaultServices, Runs: bench.DefaultRuns, Variants: bench.DefaultVariants, Deletions: bench.DefaultDeletions}}
 	for name, chart := range charts {
 		rel, err := filepath.Rel(filepath.Dir(path), chart)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -44,6 +45,8 @@ type write struct {
 	ok        bool
 	// ips are the addresses (ready and not) an Endpoints create or update carried.
 	ips []string
+	// released: a lock write that names no holder (a leader giving its lease up).
+	released bool
 }
 
 // writes reads every apiserver's audit log and returns the writes, oldest first.
@@ -78,6 +81,12 @@ func (c *cluster) writes() []write {
 							w.ips = append(w.ips, a.IP)
 						}
 					}
+				}
+			}
+			if w.lock && e.ObjectRef.Resource == "leases" && len(e.RequestObject) > 0 {
+				var lease coordinationv1.Lease
+				if json.Unmarshal(e.RequestObject, &lease) == nil {
+					w.released = lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == ""
 				}
 			}
 			out = append(out, w)
@@ -135,6 +144,17 @@ func (h history) leaderAt(t time.Time) string {
 func (h history) firstLockWriteBy(user string, after time.Time) time.Time {
 	for _, w := range h.writes {
 		if w.lock && w.ok && w.user == user && w.at.After(after) {
+			return w.at
+		}
+	}
+	return time.Time{}
+}
+
+// releaseBy is when user's first successful lock write after t that names no holder happened
+// (zero if none): the moment it gave its lease up.
+func (h history) releaseBy(user string, after time.Time) time.Time {
+	for _, w := range h.writes {
+		if w.lock && w.ok && w.released && w.user == user && w.at.After(after) {
 			return w.at
 		}
 	}

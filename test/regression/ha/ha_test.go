@@ -197,6 +197,65 @@ func TestPausedLeader(t *testing.T) {
 	}
 }
 
+// TestPlannedHandover: the leader is told to stop (SIGTERM, as the kubelet stops a static pod at
+// each step of a rolling upgrade) while pods keep being deleted. Stock exits at once and leaves
+// its lease to expire: nothing leads for about the lease duration. Patched stops its controllers,
+// waits for their writes in flight, gives the lease up and exits; a standby leads at its next
+// retry, long before the old lease would have expired. Counts what the old leader wrote after
+// giving the lease up: its fence must have stopped everything.
+func TestPlannedHandover(t *testing.T) {
+	s := setUp(t)
+	leader := s.waitLeader(time.Minute)
+	old := s.kcm(leader)
+	// Work in flight when the signal comes.
+	for i := 0; i < 3; i++ {
+		s.deletePod()
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := syscall.Kill(old.Pid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	termAt := time.Now()
+	p := s.deletePod()
+	recovery, ok := s.waitRemoved(p, termAt, 90*time.Second)
+	for time.Since(termAt) < leaseDuration+5*time.Second {
+		s.deletePod()
+		time.Sleep(500 * time.Millisecond)
+	}
+	waitExited(old, termAt.Add(30*time.Second))
+	exited, exitErr := old.Exited()
+	h := s.history()
+	successor := h.successor()
+	takeover := h.firstLockWriteBy(successor, termAt)
+	release := h.releaseBy(leader, termAt)
+	var afterRelease []write
+	for _, w := range h.writes {
+		if w.user == leader && !w.lock && !release.IsZero() && w.at.After(release) {
+			afterRelease = append(afterRelease, w)
+		}
+	}
+	s.check(outcome{scenario: "leader terminated (SIGTERM)", deleted: p, recovery: recovery, recovered: ok, extra: []string{
+		fmt.Sprintf("lease released %s after SIGTERM", since(release, termAt)),
+		fmt.Sprintf("successor's first lock write %s", since(takeover, termAt)),
+		fmt.Sprintf("old leader's writes after the release %d", len(afterRelease)),
+		fmt.Sprintf("old leader exited %t (%v)", exited, exitErr)}})
+	s.waitEndpointsComplete(30 * time.Second)
+	if release.IsZero() {
+		t.Errorf("the terminated leader %s never gave its lease up: its successor %s had to wait for it to expire (first lock write %s after SIGTERM)",
+			leader, successor, since(takeover, termAt))
+	} else if takeover.IsZero() || takeover.Before(release) || takeover.Sub(termAt) >= leaseDuration {
+		t.Errorf("after %s gave its lease up (%s after SIGTERM), no standby led before the old lease would have expired: successor %q, first lock write %s",
+			leader, since(release, termAt), successor, since(takeover, termAt))
+	}
+	for _, w := range afterRelease {
+		t.Errorf("TWO LEADERS: %s, which had given its lease up at %s, wrote %s %s/%s at %s (status ok %t)",
+			leader, release.Format(time.StampMicro), w.verb, w.namespace, w.name, w.at.Format(time.StampMicro), w.ok)
+	}
+	if !exited || exitErr != nil {
+		t.Errorf("the terminated leader %s exited %t with %v 30 s after SIGTERM, want a clean exit", leader, exited, exitErr)
+	}
+}
+
 // compact compacts etcd at its current revision, physically, and returns the revision.
 func (s *scenario) compact() int64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -1,7 +1,9 @@
 package leaderelection
 
 import (
+	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -181,4 +183,70 @@ func TestRollbackPatchedToStock(t *testing.T) {
 			t.Errorf("unexpected Endpoints holder %q", holder)
 		}
 	}
+}
+
+// TestPatchedHandsOverOnSIGTERM: two instances of each component run; the leader is told to stop
+// (SIGTERM, as the kubelet stops a static pod at each step of a rolling upgrade). Upstream's
+// components die at once and leave their lease to expire, so nothing schedules or reconciles
+// for about the lease duration. Ours stop their work, give the lease up (the Lease names no
+// holder) and exit cleanly; the standby takes the lease at its next try, well before the old
+// lease would have expired.
+func TestPatchedHandsOverOnSIGTERM(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name  string
+		start func(t *testing.T, cp *harness.ControlPlane, logDir, name, variant string) *harness.Component
+	}{
+		{"kube-controller-manager", startKubeControllerManager},
+		{"kube-scheduler", startKubeScheduler},
+	} {
+		c := c
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			variant := harness.VariantUnderTest()
+			cp := harness.StartControlPlane(t)
+			obs := observeKubeSystem(t, cp.Client)
+			logDir := harness.LogDir(t)
+			first := c.start(t, cp, logDir, "first", variant)
+			waitLeading(t, first, 30*time.Second)
+			second := c.start(t, cp, logDir, "second", variant)
+			second.WaitHealthy(t, 30*time.Second)
+			if err := syscall.Kill(first.Pid(), syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			terminated := time.Now()
+			acquired := waitLeading(t, second, 2*maxFailover)
+			_ = wait.PollImmediate(100*time.Millisecond, 30*time.Second, func() (bool, error) {
+				exited, _ := first.Exited()
+				return exited, nil
+			})
+			exited, exitErr := first.Exited()
+			var released time.Time
+			for _, w := range obs.since(terminated, "Lease", c.name) {
+				if w.holder == "" {
+					released = w.at
+					break
+				}
+			}
+			t.Logf("%s: SIGTERM to the leader; Lease released %s, the standby leading %v after the signal; old leader exited %t (%v)",
+				c.name, sinceSignal(released, terminated), acquired.Sub(terminated).Round(100*time.Millisecond), exited, exitErr)
+			if released.IsZero() {
+				t.Errorf("the terminated leader never released its Lease: the standby led %v after the signal, by waiting for it to expire; want it released and taken at the standby's next try",
+					acquired.Sub(terminated).Round(100*time.Millisecond))
+			} else if acquired.Sub(terminated) >= leaseDuration {
+				t.Errorf("the standby led %v after the signal, as after an expired lease; a released one is taken at its next try",
+					acquired.Sub(terminated).Round(100*time.Millisecond))
+			}
+			if !exited || exitErr != nil {
+				t.Errorf("the terminated leader exited %t with %v within 30 s of SIGTERM, want a clean exit", exited, exitErr)
+			}
+		})
+	}
+}
+
+func sinceSignal(at, signalled time.Time) string {
+	if at.IsZero() {
+		return "never"
+	}
+	return fmt.Sprintf("%v after the signal", at.Sub(signalled).Round(100*time.Millisecond))
 }

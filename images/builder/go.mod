@@ -1,4 +1,4 @@
-module github.com/idc-lts/kube-1.17/build/image
+module github.com/idc-lts/kube-1.17/images/builder
 
 go 1.26.8
 

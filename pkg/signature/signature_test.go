@@ -23,7 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/secure-systems-lab/go-securesystemslib/encrypted"
 
-	"github.com/idc-lts/kube-1.17/build/registry"
+	"github.com/idc-lts/kube-1.17/pkg/registry"
 )
 
 // writeKeyPair writes a key pair in cosign's format (what cosign generate-key-pair writes: an

@@ -10,8 +10,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/idc-lts/kube-1.17/build/registry"
-	"github.com/idc-lts/kube-1.17/build/signature"
+	"github.com/idc-lts/kube-1.17/pkg/registry"
+	"github.com/idc-lts/kube-1.17/pkg/signature"
 )
 
 // VerifySignature checks, in the image's registry, that the image is signed by the cosign key in

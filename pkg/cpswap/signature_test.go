@@ -24,7 +24,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/idc-lts/kube-1.17/build/registry"
+	"github.com/idc-lts/kube-1.17/pkg/registry"
 )
 
 // publicKey writes a cosign-format public key (ECDSA P-256, PKIX PEM) and returns its path.

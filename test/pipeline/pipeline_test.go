@@ -258,3 +258,18 @@ func TestVerifyDocsNamesDanglingPathsAndTargets(t *testing.T) {
 		t.Errorf("verify-docs on a doc with real paths and targets: %v\n%s", err, out)
 	}
 }
+
+// TestMissingToolsAreNamed: a stage that needs tools the machine lacks stops naming each missing
+// one and what installs them (need_tools in build/lib.sh), not with "command not found" halfway.
+func TestMissingToolsAreNamed(t *testing.T) {
+	cmd := exec.Command("bash", "-c", ". build/lib.sh && need_tools bash no-such-tool-a no-such-tool-b && echo passed")
+	cmd.Dir = harness.RepoRoot(t)
+	out, err := cmd.CombinedOutput()
+	if err == nil || strings.Contains(string(out), "passed") {
+		t.Fatalf("need_tools with two missing tools succeeded: %s", out)
+	}
+	want := "error: missing no-such-tool-a no-such-tool-b: run 'sudo hack/install-tools.sh'"
+	if !strings.Contains(string(out), want) {
+		t.Errorf("need_tools said %q, want it to contain %q (every missing tool, none present, and the fix)", out, want)
+	}
+}

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Assembles the base root filesystem of the images for one architecture from the Debian packages
-# pinned in images/base-packages.lock: busybox (a static /bin/sh for flexvolume scripts and
+# pinned in images/base/packages.lock: busybox (a static /bin/sh for flexvolume scripts and
 # debugging), the Mozilla CA bundle, /etc/passwd and /etc/group for root, and /tmp.
-#   build/base-rootfs.sh [ARCH...]        -> _output/images/rootfs/ARCH (default: each of ARCHS)
+#   images/base/rootfs.sh [ARCH...]        -> _output/images/rootfs/ARCH (default: each of ARCHS)
 set -o errexit -o nounset -o pipefail
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../../build/lib.sh"
+need_tools apt-get dpkg dpkg-deb sha256sum
 
-lock="${REPO_ROOT}/images/base-packages.lock"
+lock="${REPO_ROOT}/images/base/packages.lock"
 debs="${OUTPUT_DIR}/images/debs"
 mkdir -p "${debs}"
 
@@ -14,7 +15,7 @@ mkdir -p "${debs}"
 fetch() {
   local package=$1 want_arch=$2 version sha file line
   line=$(awk -v p="${package}" -v a="${want_arch}" '$1 == p && $2 == a {print $3, $4}' "${lock}")
-  [ -n "${line}" ] || die "images/base-packages.lock pins no ${package} for ${want_arch}"
+  [ -n "${line}" ] || die "images/base/packages.lock pins no ${package} for ${want_arch}"
   read -r version sha <<<"${line}"
   file="${debs}/${package}_${want_arch}_${sha:0:12}.deb"
   if [ ! -f "${file}" ]; then
@@ -29,12 +30,12 @@ fetch() {
     local download
     download=$(mktemp -d "${debs}/download.XXXXXX")
     (cd "${download}" && apt-get download -q "${spec}" >/dev/null 2>&1) ||
-      die "apt-get download ${spec} failed: the pinned version may no longer be served; update images/base-packages.lock"
+      die "apt-get download ${spec} failed: the pinned version may no longer be served; update images/base/packages.lock"
     find "${download}" -name '*.deb' -exec mv {} "${file}" \;
     rm -rf "${download}"
   fi
   echo "${sha}  ${file}" | sha256sum --check --quiet >&2 ||
-    die "${file} does not match the sha256 pinned in images/base-packages.lock for ${package} ${want_arch}"
+    die "${file} does not match the sha256 pinned in images/base/packages.lock for ${package} ${want_arch}"
   echo "${file}"
 }
 

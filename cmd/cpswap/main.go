@@ -22,8 +22,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/idc-lts/kube-1.17/build/cpswap"
-	"github.com/idc-lts/kube-1.17/build/registry"
+	"github.com/idc-lts/kube-1.17/pkg/cpswap"
+	"github.com/idc-lts/kube-1.17/pkg/registry"
 )
 
 // usageError marks errors of the command line (exit 2, usage printed).

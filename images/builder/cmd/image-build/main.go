@@ -18,7 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"github.com/idc-lts/kube-1.17/build/image"
+	"github.com/idc-lts/kube-1.17/images/builder"
 )
 
 type platforms []image.Platform

@@ -3,10 +3,10 @@
 # _output/images/<version>/: per component an OCI layout (one index for all ARCHS), a tar of it
 # (ctr import) and a docker-archive per architecture (docker load). It takes the binaries and base
 # root filesystems that earlier stages made (make images runs them: build/build.sh --all-archs
-# patched, build/base-rootfs.sh).
-#   REGISTRY=registry.example.com/k8s ARCHS="amd64 arm64" build/images.sh
+# patched, images/base/rootfs.sh).
+#   REGISTRY=registry.example.com/k8s ARCHS="amd64 arm64" images/control-plane/build.sh
 set -o errexit -o nounset -o pipefail
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../../build/lib.sh"
 
 out="${OUTPUT_DIR}/images/${RELEASE_VERSION}"
 commit=$(tree_git rev-parse "patched^{commit}")
@@ -17,7 +17,7 @@ for arch in ${ARCHS}; do
     [ -x "$(bin_dir patched "${arch}")/${component}" ] ||
       die "no $(bin_dir patched "${arch}")/${component}: run 'make images' (or build/build.sh --all-archs patched)"
   done
-  [ -d "${OUTPUT_DIR}/images/rootfs/${arch}" ] || die "no base rootfs for ${arch}: run 'make images' (or build/base-rootfs.sh ${arch})"
+  [ -d "${OUTPUT_DIR}/images/rootfs/${arch}" ] || die "no base rootfs for ${arch}: run 'make images' (or images/base/rootfs.sh ${arch})"
 done
 image_build=$(image_build_tool)
 

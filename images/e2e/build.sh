@@ -2,9 +2,9 @@
 # Builds the end-to-end test's fixture images (linux/amd64) with the release's image builder:
 # the stock control plane tagged as upstream's, so that kubeadm v1.17.3's manifests run unchanged,
 # and a pause image for the kubelet's pod sandboxes. Test fixtures only, never released.
-#   build/e2e-images.sh      -> _output/images/e2e/<name>-amd64.docker.tar
+#   images/e2e/build.sh      -> _output/images/e2e/<name>-amd64.docker.tar
 set -o errexit -o nounset -o pipefail
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../../build/lib.sh"
 
 out="${OUTPUT_DIR}/images/e2e"
 stock_bin=$(bin_dir stock)
@@ -15,8 +15,8 @@ epoch=$(tree_git log -1 --format=%ct stock)
 image_build=$(image_build_tool)
 mkdir -p "${e2e_bin}"
 # The sandbox's process, a static Go stand-in for upstream's build/pause (nothing can be pulled).
-(cd "${REPO_ROOT}" && CGO_ENABLED=0 go build -trimpath -o "${e2e_bin}/pause" ./test/e2e/pause)
-[ -d "${OUTPUT_DIR}/images/rootfs/amd64" ] || die "no base rootfs for amd64: run 'make test-e2e' (or build/base-rootfs.sh amd64)"
+(cd "${REPO_ROOT}" && CGO_ENABLED=0 go build -trimpath -o "${e2e_bin}/pause" ./images/e2e/pause)
+[ -d "${OUTPUT_DIR}/images/rootfs/amd64" ] || die "no base rootfs for amd64: run 'make test-e2e' (or images/base/rootfs.sh amd64)"
 
 # name tag binary: the tags kubeadm v1.17.3 and kubelet v1.17.3 name by default
 # (cmd/kubeadm/app/constants: DefaultEtcdVersion, PauseVersion).

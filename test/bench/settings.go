@@ -1,0 +1,18 @@
+package bench
+
+// The defaults of make bench's settings (BENCH_* in the environment; headless_bench_test.go reads
+// them), kept here so that the report page quotes what the code runs.
+const (
+	// DefaultServices are the Service counts, one control plane each.
+	DefaultServices = "13000"
+	// DefaultRuns are the runs `make bench` makes: the resync and a failover at the incident's
+	// default rate, and the resync's watch fan-out at the rate the incident's operators raised it
+	// to, with 500 watchers (nothing to see on 2 cores) and 5,000 (requests over 1 s), at 2,000
+	// Services: the apiserver paces the writes under that load, so 13,000 would take ten times as
+	// long.
+	DefaultRuns = "20:30+failover,100:120+watchers=500+services=2000,100:120+watchers=5000+services=2000"
+	// DefaultVariants are the builds under _output/bin that each run measures.
+	DefaultVariants = "stock,patched"
+	// DefaultDeletions is the number of pods deleted per phase, one every 250 ms.
+	DefaultDeletions = "100"
+)
