@@ -24,7 +24,9 @@ import (
 //	                "+watchers=W" runs the resync under W Endpoints
 //	                watchers and a probe client; "+services=N"
 //	                runs it at N Services only (adding a control
-//	                plane of N) instead of at each BENCH_SERVICES
+//	                plane of N) instead of at each BENCH_SERVICES;
+//	                "+variant=V" runs it on build V only (a size
+//	                at which stock would not finish in the hour)
 //	BENCH_VARIANTS  builds under _output/bin                     (default DefaultVariants)
 //	BENCH_DELETIONS pods deleted per phase, one every 250 ms     (default DefaultDeletions)
 //	BENCH_RESULTS   directory for the runs' JSON results         (default _output/bench)
@@ -66,11 +68,14 @@ func BenchmarkHeadlessResync(b *testing.B) {
 	}
 	everyRunAt := slices.Clone(planes)
 	for _, spec := range strings.Split(setting("BENCH_RATES", DefaultRuns), ",") {
-		run := parseRun(b, spec)
+		run, only := parseRun(b, spec)
 		if run.Services > 0 && !slices.Contains(planes, run.Services) {
 			planes = append(planes, run.Services)
 		}
 		for _, variant := range strings.Split(setting("BENCH_VARIANTS", DefaultVariants), ",") {
+			if only != "" && variant != only {
+				continue
+			}
 			harness.Binary(b, variant, "kube-controller-manager")
 			run.Variant = variant
 			configs = append(configs, run)
@@ -123,15 +128,16 @@ func BenchmarkHeadlessResync(b *testing.B) {
 	}
 }
 
-// parseRun reads one BENCH_RATES entry: qps:burst, then +failover or +handover, +watchers=W and
-// +services=N in any order.
-func parseRun(b *testing.B, spec string) Config {
+// parseRun reads one BENCH_RATES entry: qps:burst, then +failover or +handover, +watchers=W,
+// +services=N and +variant=V in any order. It returns the run and the only build it is for, if
+// it names one.
+func parseRun(b *testing.B, spec string) (cfg Config, only string) {
 	fields := strings.Split(strings.TrimSpace(spec), "+")
 	qps, burst, ok := strings.Cut(fields[0], ":")
 	if !ok {
 		b.Fatalf("BENCH_RATES: %q does not start with qps:burst", spec)
 	}
-	cfg := Config{QPS: atoi(b, "BENCH_RATES", qps), Burst: atoi(b, "BENCH_RATES", burst)}
+	cfg = Config{QPS: atoi(b, "BENCH_RATES", qps), Burst: atoi(b, "BENCH_RATES", burst)}
 	for _, option := range fields[1:] {
 		switch name, value, _ := strings.Cut(option, "="); name {
 		case "failover":
@@ -142,11 +148,16 @@ func parseRun(b *testing.B, spec string) Config {
 			cfg.Watchers = atoi(b, "BENCH_RATES watchers", value)
 		case "services":
 			cfg.Services = atoi(b, "BENCH_RATES services", value)
+		case "variant":
+			if value == "" {
+				b.Fatalf("BENCH_RATES: %q: +variant= names no build", spec)
+			}
+			only = value
 		default:
-			b.Fatalf("BENCH_RATES: %q: unknown option %q (want +failover, +handover, +watchers=W or +services=N)", spec, option)
+			b.Fatalf("BENCH_RATES: %q: unknown option %q (want +failover, +handover, +watchers=W, +services=N or +variant=V)", spec, option)
 		}
 	}
-	return cfg
+	return cfg, only
 }
 
 func save(b *testing.B, dir string, result Result) {

@@ -21,8 +21,8 @@ func results() []bench.Result {
 			return p
 		}
 		base := bench.Result{Config: bench.Config{Services: 13000, QPS: 20, Burst: 30, Variant: variant, Failover: true},
-			BinarySHA256: variant + "-sha", ResyncEligible: 12900, DeletionLatencies: []float64{pick(300, 0.005), pick(629, 0.4)},
-			P99: pick(629, 0.4), Max: pick(631, 0.7), PeakRSSBytes: 250e6, WindowSeconds: 600, APIServerCPUSeconds: 60,
+			BinarySHA256: variant + "-sha", ResyncEligible: 12900, DeletionLatencies: []float64{pick(300, 0.005), pick(629, 0.04)},
+			P99: pick(629, 0.04), Max: pick(631, 0.07), PeakRSSBytes: 250e6, WindowSeconds: 600, APIServerCPUSeconds: 60,
 			APIServerRequests: map[string]float64{"PUT endpoints": pick(13000, 100)}}
 		if stock {
 			base.ResyncWrites = 12865
@@ -39,9 +39,18 @@ func results() []bench.Result {
 			fanOut.FanOut.Probe.Errors["504 Timeout"] = 3
 			fanOut.FanOut.Probe.FirstErrors["504 Timeout"] = "the server was unable to return a response in the time allotted"
 		}
-		all = append(all, failover, fanOut)
+		handover := base
+		handover.Config.Failover, handover.Config.Handover = true, true
+		handover.Failover = &bench.FailoverResult{TakeoverSeconds: pick(15.2, 0.3), StartupWrites: int(pick(12865, 0)),
+			DeletionLatencies: []float64{0.3, pick(660, 0.5)}, P99: pick(660, 0.5), Max: pick(662, 0.6)}
+		small := failover
+		small.Services, small.ResyncEligible, small.PeakRSSBytes = 2000, 1900, 100e6
+		all = append(all, small, failover, handover, fanOut)
 	}
-	return all
+	// Stock would not finish at 30,000 within the hour: ours only.
+	large := all[len(all)-3]
+	large.Services, large.ResyncEligible, large.PeakRSSBytes = 30000, 29900, 500e6
+	return append(all, large)
 }
 
 func TestWritePage(t *testing.T) {
@@ -69,6 +78,12 @@ func TestWritePage(t *testing.T) {
 		"| patched N=13000 qps=20/30 +failover: failover deletion p99 within takeover + 1 s | 14.5 s = takeover 14.0 s + 500 ms | met |",
 		"| stock N=13000 qps=100/120 +watchers=500: the incident reproduced, probe requests failing or over 1s | 3 failed, 40 over 1s, max 61.0 s | met |",
 		"| patched N=13000 qps=100/120 +watchers=500: no probe request failing or over 1s | 0 failed, 0 over 1s, max 20 ms | met |",
+		"| patched N=13000 qps=20/30 +failover: resync deletion p99 at most 100 ms (the idle latency is a few ms) | 40 ms | met |",
+		"| patched N=13000 qps=20/30 +handover: planned handover, the standby leads at most 3.0 s after SIGTERM | 300 ms | met |",
+		"| scaling curve: ours measured at 3 sizes or more, up to at least 30000 Services | 3 sizes [2000 13000 30000] | met |",
+		"## Scaling",
+		"| patched | 20/30 +failover | 30000 | ",
+		"- stock was not run at N=30000 qps=20/30 +failover: its resync alone needs N/qps = 1500 s, and its failover's startup pass as long again.",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %q", want)
@@ -79,5 +94,52 @@ func TestWritePage(t *testing.T) {
 	}
 	if strings.Contains(page, "**missed**") {
 		t.Errorf("a target is missed on figures that meet them all:\n%s", page)
+	}
+}
+
+// One size draws no curve: the page has no scaling section and says the curve target is missed.
+func TestOneSizeIsNoCurve(t *testing.T) {
+	var one []bench.Result
+	for _, r := range results() {
+		if r.Services == 13000 {
+			one = append(one, r)
+		}
+	}
+	dir := t.TempDir()
+	for name, curve := range Curves {
+		written, err := curve.Write(filepath.Join(dir, curve.File), one)
+		if err != nil || written {
+			t.Errorf("%s: written %t (%v) from one size", name, written, err)
+		}
+	}
+	path := filepath.Join(dir, "benchmarks.md")
+	if err := WritePage(path, nil, "make bench", bench.Environment{}, one); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(data)
+	if strings.Contains(page, "## Scaling") {
+		t.Error("a scaling section from one size")
+	}
+	if want := "| scaling curve: ours measured at 3 sizes or more, up to at least 30000 Services | 1 sizes [13000] | **missed** |"; !strings.Contains(page, want) {
+		t.Errorf("the page lacks %q", want)
+	}
+}
+
+// Runs at several sizes draw both scaling charts.
+func TestCurvesAreDrawnFromSeveralSizes(t *testing.T) {
+	dir := t.TempDir()
+	for name, curve := range Curves {
+		path := filepath.Join(dir, curve.File)
+		written, err := curve.Write(path, results())
+		if err != nil || !written {
+			t.Fatalf("%s: written %t (%v)", name, written, err)
+		}
+		if info, err := os.Stat(path); err != nil || info.Size() == 0 {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }

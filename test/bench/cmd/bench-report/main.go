@@ -43,5 +43,17 @@ func run(resultsDir, page, command string) error {
 			return err
 		}
 	}
+	for name, curve := range report.Curves {
+		path := filepath.Join(filepath.Dir(page), curve.File)
+		written, err := curve.Write(path, results)
+		if err != nil {
+			return fmt.Errorf("%s: %v", path, err)
+		}
+		if written {
+			charts[name] = path
+		} else if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+	}
 	return report.WritePage(page, charts, command, env, results)
 }
