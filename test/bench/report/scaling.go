@@ -23,13 +23,16 @@ type Curve struct {
 	Log bool
 	// Value picks what a run contributes; ok is false when it has nothing for this chart.
 	Value func(bench.Result) (v float64, ok bool)
+	// Failover, if set, draws a second line per run from its failover, where it has one.
+	Failover func(*bench.FailoverResult) float64
 }
 
 // Curves are the scaling charts, by the name the page's template knows them by.
 var Curves = map[string]Curve{
 	"ScalingLatency": {File: "benchmarks-scaling-latency.png", Title: "Deletion p99 against the number of Services (resync, and failover where measured)",
 		Unit: "p99 (seconds, log scale)", Log: true,
-		Value: func(r bench.Result) (float64, bool) { return r.P99, r.Watchers == 0 }},
+		Value:    func(r bench.Result) (float64, bool) { return r.P99, r.Watchers == 0 },
+		Failover: func(f *bench.FailoverResult) float64 { return f.P99 }},
 	"ScalingMemory": {File: "benchmarks-scaling-memory.png", Title: "Peak RSS of the measured kube-controller-manager against the number of Services",
 		Unit:  "peak RSS (MB)",
 		Value: func(r bench.Result) (float64, bool) { return float64(r.PeakRSSBytes) / 1e6, r.Watchers == 0 }},
@@ -75,12 +78,12 @@ func (c Curve) Write(path string, results []bench.Result) (bool, error) {
 		}
 		lines[key] = append(lines[key], plotter.XY{X: float64(r.Services), Y: v})
 		stock[key] = r.Variant == "stock"
-		if r.Failover != nil && c.Log {
+		if r.Failover != nil && c.Failover != nil {
 			fkey := key + " failover"
 			if _, seen := lines[fkey]; !seen {
 				keys = append(keys, fkey)
 			}
-			lines[fkey] = append(lines[fkey], plotter.XY{X: float64(r.Services), Y: r.Failover.P99})
+			lines[fkey] = append(lines[fkey], plotter.XY{X: float64(r.Services), Y: c.Failover(r.Failover)})
 			stock[fkey] = stock[key]
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/klog"
 
+	"github.com/idc-lts/kube-1.17/test/bench"
 	"github.com/idc-lts/kube-1.17/test/bench/report"
 )
 
@@ -31,9 +32,9 @@ func run(resultsDir, page, command string) error {
 		return err
 	}
 	charts := map[string]string{}
-	for name, chart := range report.Charts {
-		path := filepath.Join(filepath.Dir(page), chart.File)
-		written, err := chart.Write(path, results)
+	draw := func(name, file string, write func(string, []bench.Result) (bool, error)) error {
+		path := filepath.Join(filepath.Dir(page), file)
+		written, err := write(path, results)
 		if err != nil {
 			return fmt.Errorf("%s: %v", path, err)
 		}
@@ -42,16 +43,15 @@ func run(resultsDir, page, command string) error {
 		} else if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
 			return err
 		}
+		return nil
+	}
+	for name, chart := range report.Charts {
+		if err := draw(name, chart.File, chart.Write); err != nil {
+			return err
+		}
 	}
 	for name, curve := range report.Curves {
-		path := filepath.Join(filepath.Dir(page), curve.File)
-		written, err := curve.Write(path, results)
-		if err != nil {
-			return fmt.Errorf("%s: %v", path, err)
-		}
-		if written {
-			charts[name] = path
-		} else if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+		if err := draw(name, curve.File, curve.Write); err != nil {
 			return err
 		}
 	}
