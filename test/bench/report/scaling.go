@@ -157,9 +157,8 @@ func scaling(rows []Row) (list []Row, stockNotRun []string) {
 		if r.Variant == "stock" {
 			continue
 		}
-		s := r.Config
-		s.Variant = "stock"
-		if !stockAt[configKey(bench.Result{Config: s})] {
+		// configKey leaves the build out: the same key names the stock run of this configuration.
+		if !stockAt[configKey(r.Result)] {
 			extra := ""
 			if r.Failover != nil {
 				extra = ", and its failover's startup pass as long again"
