@@ -42,6 +42,9 @@ type Config struct {
 	Handover bool `json:"handover,omitempty"`
 	// Watchers is how many Endpoints watchers and a probe client the resync runs under.
 	Watchers int `json:"watchers,omitempty"`
+	// Starts is how many times the run starts its build for a memory sample (memory.go) before
+	// the measured process.
+	Starts int `json:"starts,omitempty"`
 }
 
 func (c Config) String() string {
@@ -59,6 +62,9 @@ func (c Config) Extras() string {
 	}
 	if c.Watchers > 0 {
 		s += fmt.Sprintf(" +watchers=%d", c.Watchers)
+	}
+	if c.Starts > 0 {
+		s += fmt.Sprintf(" +starts=%d", c.Starts)
 	}
 	return s
 }
@@ -86,6 +92,10 @@ type Result struct {
 	// PeakRSSBytes and CPUSeconds cover the measured process's whole life.
 	PeakRSSBytes int64   `json:"peakRSSBytes"`
 	CPUSeconds   float64 `json:"cpuSeconds"`
+	// StartPeakRSSBytes are the peaks of the Config.Starts memory starts, and
+	// MedianStartPeakRSSBytes their median: what compares builds.
+	StartPeakRSSBytes       []int64 `json:"startPeakRSSBytes,omitempty"`
+	MedianStartPeakRSSBytes int64   `json:"medianStartPeakRSSBytes,omitempty"`
 	// WindowSeconds is the measured window: the resync's start until the last deleted address
 	// left its Endpoints and the queue drained. Request counts cover this window.
 	WindowSeconds float64 `json:"windowSeconds"`
@@ -183,6 +193,10 @@ func Run(b testing.TB, cp *harness.ControlPlane, services []fixture.ServiceFixtu
 	r := &run{b: b, cp: cp, cfg: cfg, services: services}
 	result := Result{Config: cfg, BinarySHA256: fileSHA256(b, harness.Binary(b, cfg.Variant, "kube-controller-manager"))}
 	logDir := harness.LogDir(b)
+	if cfg.Starts > 0 {
+		result.StartPeakRSSBytes = r.measureStarts(logDir)
+		result.MedianStartPeakRSSBytes = Median(result.StartPeakRSSBytes)
+	}
 
 	r.leaderWrites = r.countLeaderElectionWrites()
 	period := startupProbe

@@ -22,7 +22,9 @@ import (
 //	                by killing the leader with a standby waiting,
 //	                "+handover" by stopping it with SIGTERM;
 //	                "+watchers=W" runs the resync under W Endpoints
-//	                watchers and a probe client; "+services=N"
+//	                watchers and a probe client; "+starts=K"
+//	                first starts the build K times for a memory
+//	                sample (memory.go); "+services=N"
 //	                runs it at N Services only (adding a control
 //	                plane of N) instead of at each BENCH_SERVICES;
 //	                "+variant=V" runs it on build V only (a size
@@ -93,6 +95,9 @@ func BenchmarkHeadlessResync(b *testing.B) {
 				if cfg.Services != 0 && cfg.Services != n || cfg.Services == 0 && !slices.Contains(everyRunAt, n) {
 					continue
 				}
+				if i == 0 {
+					Prime(b, cp, cfg.Variant, n)
+				}
 				cfg.Services = n
 				b.Run(strings.ReplaceAll(fmt.Sprintf("qps=%d%s/%s", cfg.QPS, cfg.Extras(), cfg.Variant), " ", ""), func(b *testing.B) {
 					result := Run(b, cp, fixtures, cfg, i, Options{Deletions: deletions, DeleteInterval: 250 * time.Millisecond})
@@ -105,6 +110,10 @@ func BenchmarkHeadlessResync(b *testing.B) {
 					b.ReportMetric(result.P99*1000, "p99-ms")
 					b.ReportMetric(result.Max*1000, "max-ms")
 					b.ReportMetric(float64(result.PeakRSSBytes)/1e6, "peak-rss-MB")
+					if result.MedianStartPeakRSSBytes > 0 {
+						b.Logf("%s: peak RSS of %d starts: median %.1f MB", cfg, len(result.StartPeakRSSBytes), float64(result.MedianStartPeakRSSBytes)/1e6)
+						b.ReportMetric(float64(result.MedianStartPeakRSSBytes)/1e6, "median-start-peak-rss-MB")
+					}
 					b.ReportMetric(result.CPUSeconds, "cpu-s")
 					b.ReportMetric(result.LeaderElectionWritesPerMinute, "lock-writes/min")
 					if f := result.FanOut; f != nil {
@@ -129,7 +138,7 @@ func BenchmarkHeadlessResync(b *testing.B) {
 }
 
 // parseRun reads one BENCH_RATES entry: qps:burst, then +failover or +handover, +watchers=W,
-// +services=N and +variant=V in any order. It returns the run and the only build it is for, if
+// +starts=K, +services=N and +variant=V in any order. It returns the run and the only build it is for, if
 // it names one.
 func parseRun(b *testing.B, spec string) (cfg Config, only string) {
 	fields := strings.Split(strings.TrimSpace(spec), "+")
@@ -146,6 +155,8 @@ func parseRun(b *testing.B, spec string) (cfg Config, only string) {
 			cfg.Failover, cfg.Handover = true, true
 		case "watchers":
 			cfg.Watchers = atoi(b, "BENCH_RATES watchers", value)
+		case "starts":
+			cfg.Starts = atoi(b, "BENCH_RATES starts", value)
 		case "services":
 			cfg.Services = atoi(b, "BENCH_RATES services", value)
 		case "variant":
@@ -154,7 +165,7 @@ func parseRun(b *testing.B, spec string) (cfg Config, only string) {
 			}
 			only = value
 		default:
-			b.Fatalf("BENCH_RATES: %q: unknown option %q (want +failover, +handover, +watchers=W, +services=N or +variant=V)", spec, option)
+			b.Fatalf("BENCH_RATES: %q: unknown option %q (want +failover, +handover, +watchers=W, +starts=K, +services=N or +variant=V)", spec, option)
 		}
 	}
 	return cfg, only

@@ -114,6 +114,25 @@ func FreePort(t testing.TB) int {
 
 var assetsOnce sync.Once
 
+// dyingWithTheTest writes, for each binary, a script of the same name that runs it with
+// SIGKILL as its parent-death signal, and returns their directory. envtest starts etcd and
+// kube-apiserver without one, so a test process killed halfway (a timeout, ^C, a CI limit) left
+// them running; through these they die with it, as the processes StartProcess starts do.
+func dyingWithTheTest(outputDir string, binaries ...string) (string, error) {
+	dir := filepath.Join(outputDir, "envtest-bin")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	for _, binary := range binaries {
+		script := fmt.Sprintf("#!/bin/sh\n# Written by test/harness: %s dies with the test process that envtest started it for.\nexec setpriv --pdeathsig KILL -- '%s' \"$@\"\n",
+			filepath.Base(binary), strings.ReplaceAll(binary, "'", `'\''`))
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(binary)), []byte(script), 0o755); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
 // ControlPlane is a stock kube-apiserver with its etcd.
 type ControlPlane struct {
 	// URL is the apiserver's insecure (test-only) address, http://127.0.0.1:port.
@@ -132,7 +151,13 @@ func StartControlPlane(t testing.TB, extraAPIServerFlags ...string) *ControlPlan
 	etcd := Binary(t, "stock", "etcd")
 	// envtest finds its binaries through the environment. Every test uses the same stock ones,
 	// so the process-wide setting is set once (t.Setenv would forbid parallel tests).
-	assetsOnce.Do(func() { os.Setenv("KUBEBUILDER_ASSETS", filepath.Dir(apiserver)) })
+	assetsOnce.Do(func() {
+		dir, err := dyingWithTheTest(OutputDir(t), apiserver, etcd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.Setenv("KUBEBUILDER_ASSETS", dir)
+	})
 	env := &envtest.Environment{
 		KubeAPIServerFlags: append(append([]string{}, envtest.DefaultKubeAPIServerFlags...), extraAPIServerFlags...),
 	}

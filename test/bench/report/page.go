@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"text/template"
+	"time"
 
 	"github.com/idc-lts/kube-1.17/test/bench"
 )
@@ -21,9 +22,14 @@ type Row struct {
 	bench.Result
 	// StockBound is N/qps: how long a build that rewrites every Endpoints needs for one resync.
 	StockBound float64
-	// RSSvsStock is this run's peak RSS relative to the stock run of the same configuration.
-	RSSvsStock    float64
-	EndpointsPuts float64
+	// RSSvsStock is this run's peak RSS relative to the stock run of the same configuration: one
+	// sample of each, for information. StartsRSSvsStock compares the medians of their memory
+	// starts (Config.Starts), which the target is about.
+	RSSvsStock       float64
+	StartsRSSvsStock float64
+	// StockMedianStartPeakRSSBytes is the stock twin's median, when both runs made memory starts.
+	StockMedianStartPeakRSSBytes int64
+	EndpointsPuts                float64
 	// APIServerCores is the apiserver's average CPU use over the resync's measured window.
 	APIServerCores float64
 }
@@ -55,8 +61,12 @@ type page struct {
 	Headlines []string
 	Rows      []Row
 	Failovers []Row
-	FanOuts   []Row
-	Targets   []Target
+	// Memory are the runs that made memory starts (Config.Starts).
+	Memory []Row
+	// MemoryHold is how long a memory start runs once it has queued every Service.
+	MemoryHold time.Duration
+	FanOuts    []Row
+	Targets    []Target
 	// StockResyncs are the stock runs without watchers, which write Endpoints as fast as their
 	// limit allows; Loads are what their writes cost the apiserver.
 	StockResyncs []Row
@@ -83,7 +93,7 @@ type defaults struct{ Services, Runs, Variants, Deletions string }
 // WritePage writes the Markdown page; charts maps a case to its chart's path, for the cases
 // that have one.
 func WritePage(path string, charts map[string]string, command string, env bench.Environment, results []bench.Result) error {
-	data := page{Env: env, Command: command, Charts: map[string]string{},
+	data := page{Env: env, Command: command, Charts: map[string]string{}, MemoryHold: bench.MemoryHold,
 		Defaults: defaults{Services: bench.DefaultServices, Runs: bench.DefaultRuns, Variants: bench.DefaultVariants, Deletions: bench.DefaultDeletions}}
 	for name, chart := range charts {
 		rel, err := filepath.Rel(filepath.Dir(path), chart)
@@ -101,7 +111,7 @@ func WritePage(path string, charts map[string]string, command string, env bench.
 	}
 	var mostWatched *bench.Result
 	for _, r := range results {
-		row := Row{Result: r, StockBound: float64(r.Services) / float64(r.QPS), RSSvsStock: math.NaN(),
+		row := Row{Result: r, StockBound: float64(r.Services) / float64(r.QPS), RSSvsStock: math.NaN(), StartsRSSvsStock: math.NaN(),
 			EndpointsPuts: r.APIServerRequests["PUT endpoints"]}
 		if r.WindowSeconds > 0 {
 			row.APIServerCores = r.APIServerCPUSeconds / r.WindowSeconds
@@ -109,6 +119,10 @@ func WritePage(path string, charts map[string]string, command string, env bench.
 		s, paired := stock[configKey(r)]
 		if paired {
 			row.RSSvsStock = float64(r.PeakRSSBytes)/float64(s.PeakRSSBytes) - 1
+			if r.MedianStartPeakRSSBytes > 0 && s.MedianStartPeakRSSBytes > 0 {
+				row.StartsRSSvsStock = float64(r.MedianStartPeakRSSBytes)/float64(s.MedianStartPeakRSSBytes) - 1
+				row.StockMedianStartPeakRSSBytes = s.MedianStartPeakRSSBytes
+			}
 		}
 		data.Rows = append(data.Rows, row)
 		if r.Failover != nil {
@@ -116,6 +130,9 @@ func WritePage(path string, charts map[string]string, command string, env bench.
 		}
 		if r.FanOut != nil {
 			data.FanOuts = append(data.FanOuts, row)
+		}
+		if len(r.StartPeakRSSBytes) > 0 {
+			data.Memory = append(data.Memory, row)
 		}
 		if r.Variant == "stock" {
 			if r.FanOut != nil {
@@ -150,7 +167,14 @@ func WritePage(path string, charts map[string]string, command string, env bench.
 	data.ReproducedAt = reproducedAt(data.FanOuts)
 	tmpl, err := template.New("page").Funcs(template.FuncMap{
 		"seconds": seconds,
-		"mb":      func(b int64) string { return fmt.Sprintf("%.0f", float64(b)/1e6) },
+		"mb":      megabytes,
+		"mbs": func(samples []int64) string {
+			var list []string
+			for _, b := range samples {
+				list = append(list, megabytes(b))
+			}
+			return strings.Join(list, ", ")
+		},
 		"percent": func(f float64) string {
 			if math.IsNaN(f) {
 				return "-"
@@ -176,6 +200,9 @@ func WritePage(path string, charts map[string]string, command string, env bench.
 	}
 	return os.WriteFile(path, []byte(out.String()), 0o644)
 }
+
+// megabytes is a byte count in MB, rounded.
+func megabytes(b int64) string { return fmt.Sprintf("%.0f", float64(b)/1e6) }
 
 // configKey identifies a run's configuration whatever its build.
 func configKey(r bench.Result) string {
@@ -215,11 +242,12 @@ func targets(row Row) []Target {
 		Measured: fmt.Sprintf("%d writes", r.ResyncWrites),
 		Met:      r.ResyncWrites == 0,
 	}}
-	if !math.IsNaN(row.RSSvsStock) {
+	if !math.IsNaN(row.StartsRSSvsStock) {
 		list = append(list, Target{
-			What:     fmt.Sprintf("%s: peak RSS at most 5%% above stock", r.Config),
-			Measured: fmt.Sprintf("%+.1f%%", 100*row.RSSvsStock),
-			Met:      row.RSSvsStock <= 0.05,
+			What: fmt.Sprintf("%s: peak RSS, the median of %d starts, at most 5%% above stock's", r.Config, len(r.StartPeakRSSBytes)),
+			Measured: fmt.Sprintf("%+.1f%% (%s MB against %s MB)", 100*row.StartsRSSvsStock,
+				megabytes(r.MedianStartPeakRSSBytes), megabytes(row.StockMedianStartPeakRSSBytes)),
+			Met: row.StartsRSSvsStock <= 0.05,
 		})
 	}
 	if r.Services >= 13000 && r.QPS == 20 && r.Watchers == 0 {
