@@ -140,6 +140,10 @@ ha-figures: build ## The HA fault suite on stock (waits up to 5 min per fault) a
 bench: build ## Resync, failover and planned handover at 2,000-30,000 Services, watch fan-out at 2,000, stock vs patched -> docs/benchmarks.md (~1.5 h)
 	build/bench.sh
 
+.PHONY: conformance-build
+conformance-build: patch ## Upstream's conformance suite from the stock tree: e2e.test (its 280 [Conformance] tests checked), ginkgo, kubectl, kube-proxy (docs/conformance-plan.md: the rest of make conformance)
+	build/conformance-build.sh
+
 .PHONY: test
 test: lint verify-patches verify-monitoring test-unit test-upstream-subset test-regression test-image test-publish test-e2e prove-patches ## Everything CI runs
 	@echo "make test: all checks passed"

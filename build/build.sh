@@ -2,7 +2,7 @@
 # Builds binaries of one variant of the tree: a git ref of the upstream tree (stock, patched,
 # without-NNNN), checked out in its own worktree under _output/work/<variant>.
 #   build/build.sh [--all-archs] VARIANT [COMMAND...|harness]
-# COMMAND: kube-controller-manager kube-scheduler kube-apiserver kubeadm kubelet etcd (default:
+# COMMAND: kube-controller-manager kube-scheduler kube-apiserver kubeadm kubelet kubectl kube-proxy etcd (default:
 # COMPONENTS of lib.sh; "harness": HARNESS_COMMANDS). Binaries land in
 # _output/bin/<variant>/linux-<arch>/ (bin_dir), for the host's architecture, or with --all-archs
 # for each of ARCHS.
@@ -26,28 +26,15 @@ commands=("$@")
 worktree=$(checkout_variant "${variant}")
 commit=$(git -C "${worktree}" rev-parse HEAD)
 
-case "${variant}" in
-  stock) version="${UPSTREAM_VERSION}" ;;   # upstream plus build fixes: it is v1.17.3
-  *) version="${RELEASE_VERSION}" ;;
-esac
-[ "${variant}" = patched ] || [ "${variant}" = stock ] || version="${RELEASE_VERSION}-${variant}"
+ldflags=$(version_ldflags "${variant}" "${worktree}")
 SOURCE_DATE_EPOCH=$(git -C "${worktree}" log -1 --format=%ct "${commit}")
 export SOURCE_DATE_EPOCH
-build_date=$(date -u -d "@${SOURCE_DATE_EPOCH}" +%Y-%m-%dT%H:%M:%SZ)
-major=${UPSTREAM_VERSION#v}; major=${major%%.*}
-minor=${UPSTREAM_VERSION#v*.}; minor=${minor%%.*}
-
-ldflags="-s -w -buildid="
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  ldflags+=" -X ${pkg}.gitVersion=${version} -X ${pkg}.gitCommit=${commit}"
-  ldflags+=" -X ${pkg}.gitTreeState=clean -X ${pkg}.buildDate=${build_date}"
-  ldflags+=" -X ${pkg}.gitMajor=${major} -X ${pkg}.gitMinor=${minor}"
-done
+version=$(variant_version "${variant}")
 
 packages=()
 for command in "${commands[@]}"; do
   case "${command}" in
-    kube-controller-manager|kube-scheduler|kube-apiserver|kubeadm|kubelet) packages+=("./cmd/${command}") ;;
+    kube-controller-manager|kube-scheduler|kube-apiserver|kubeadm|kubelet|kubectl|kube-proxy) packages+=("./cmd/${command}") ;;
     etcd) packages+=(go.etcd.io/etcd) ;;
     *) die "unknown command '${command}'" ;;
   esac

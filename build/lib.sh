@@ -134,6 +134,33 @@ checkout_variant() {
 # go test for upstream's tests in a variant's worktree, with the flags build.sh builds with
 # (CGO_ENABLED=0, -trimpath): the tests then reuse the packages the builds compiled, and the
 # worktree's path does not enter the cache keys, so each variant compiles only what it changes.
+# variant_version VARIANT: the version a variant's binaries report.
+variant_version() {
+  case "$1" in
+    stock) echo "${UPSTREAM_VERSION}" ;;   # upstream plus build fixes: it is v1.17.3
+    patched) echo "${RELEASE_VERSION}" ;;
+    *) echo "${RELEASE_VERSION}-$1" ;;
+  esac
+}
+
+# version_ldflags VARIANT WORKTREE: the -ldflags that stamp a build of the worktree's commit with
+# the variant's version, its commit and the commit's date (reproducible: no build id).
+version_ldflags() {
+  local version commit build_date major minor pkg flags
+  version=$(variant_version "$1")
+  commit=$(git -C "$2" rev-parse HEAD)
+  build_date=$(date -u -d "@$(git -C "$2" log -1 --format=%ct "${commit}")" +%Y-%m-%dT%H:%M:%SZ)
+  major=${UPSTREAM_VERSION#v}; major=${major%%.*}
+  minor=${UPSTREAM_VERSION#v*.}; minor=${minor%%.*}
+  flags="-s -w -buildid="
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    flags+=" -X ${pkg}.gitVersion=${version} -X ${pkg}.gitCommit=${commit}"
+    flags+=" -X ${pkg}.gitTreeState=clean -X ${pkg}.buildDate=${build_date}"
+    flags+=" -X ${pkg}.gitMajor=${major} -X ${pkg}.gitMinor=${minor}"
+  done
+  echo "${flags}"
+}
+
 upstream_go_test() {
   CGO_ENABLED=0 go test -trimpath "$@"
 }
