@@ -131,9 +131,6 @@ checkout_variant() {
   echo "${worktree}"
 }
 
-# go test for upstream's tests in a variant's worktree, with the flags build.sh builds with
-# (CGO_ENABLED=0, -trimpath): the tests then reuse the packages the builds compiled, and the
-# worktree's path does not enter the cache keys, so each variant compiles only what it changes.
 # variant_version VARIANT: the version a variant's binaries report.
 variant_version() {
   case "$1" in
@@ -146,10 +143,12 @@ variant_version() {
 # version_ldflags VARIANT WORKTREE: the -ldflags that stamp a build of the worktree's commit with
 # the variant's version, its commit and the commit's date (reproducible: no build id).
 version_ldflags() {
-  local version commit build_date major minor pkg flags
+  local version commit epoch build_date major minor pkg flags
   version=$(variant_version "$1")
-  commit=$(git -C "$2" rev-parse HEAD)
-  build_date=$(date -u -d "@$(git -C "$2" log -1 --format=%ct "${commit}")" +%Y-%m-%dT%H:%M:%SZ)
+  # Called as $(...), where errexit is off: each step that can fail returns.
+  commit=$(git -C "$2" rev-parse HEAD) || return 1
+  epoch=$(git -C "$2" log -1 --format=%ct "${commit}") || return 1
+  build_date=$(date -u -d "@${epoch}" +%Y-%m-%dT%H:%M:%SZ) || return 1
   major=${UPSTREAM_VERSION#v}; major=${major%%.*}
   minor=${UPSTREAM_VERSION#v*.}; minor=${minor%%.*}
   flags="-s -w -buildid="
@@ -161,6 +160,9 @@ version_ldflags() {
   echo "${flags}"
 }
 
+# go test for upstream's tests in a variant's worktree, with the flags build.sh builds with
+# (CGO_ENABLED=0, -trimpath): the tests then reuse the packages the builds compiled, and the
+# worktree's path does not enter the cache keys, so each variant compiles only what it changes.
 upstream_go_test() {
   CGO_ENABLED=0 go test -trimpath "$@"
 }

@@ -115,22 +115,45 @@ func FreePort(t testing.TB) int {
 var assetsOnce sync.Once
 
 // dyingWithTheTest writes, for each binary, a script of the same name that runs it with
-// SIGKILL as its parent-death signal, and returns their directory. envtest starts etcd and
-// kube-apiserver without one, so a test process killed halfway (a timeout, ^C, a CI limit) left
-// them running; through these they die with it, as the processes StartProcess starts do.
-func dyingWithTheTest(outputDir string, binaries ...string) (string, error) {
+// SIGKILL as its parent-death signal (setpriv), and returns their directory. envtest starts etcd
+// and kube-apiserver without one, so a test process killed halfway (a timeout, ^C, a CI limit)
+// left them running; through these they die with it, as the processes StartProcess starts do.
+// Each script is renamed into place whole: another test process may be starting it meanwhile.
+func dyingWithTheTest(outputDir, setpriv string, binaries ...string) (string, error) {
 	dir := filepath.Join(outputDir, "envtest-bin")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
+	quote := func(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 	for _, binary := range binaries {
-		script := fmt.Sprintf("#!/bin/sh\n# Written by test/harness: %s dies with the test process that envtest started it for.\nexec setpriv --pdeathsig KILL -- '%s' \"$@\"\n",
-			filepath.Base(binary), strings.ReplaceAll(binary, "'", `'\''`))
-		if err := os.WriteFile(filepath.Join(dir, filepath.Base(binary)), []byte(script), 0o755); err != nil {
+		script := fmt.Sprintf("#!/bin/sh\n# Written by test/harness: %s dies with the test process that envtest started it for.\nexec %s --pdeathsig KILL -- %s \"$@\"\n",
+			filepath.Base(binary), quote(setpriv), quote(binary))
+		if err := writeWhole(filepath.Join(dir, filepath.Base(binary)), []byte(script), 0o755); err != nil {
 			return "", err
 		}
 	}
 	return dir, nil
+}
+
+// writeWhole writes a file under a temporary name and renames it into place.
+func writeWhole(path string, data []byte, mode os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }
 
 // ControlPlane is a stock kube-apiserver with its etcd.
@@ -151,8 +174,9 @@ func StartControlPlane(t testing.TB, extraAPIServerFlags ...string) *ControlPlan
 	etcd := Binary(t, "stock", "etcd")
 	// envtest finds its binaries through the environment. Every test uses the same stock ones,
 	// so the process-wide setting is set once (t.Setenv would forbid parallel tests).
+	setpriv := Tool(t, "setpriv", "util-linux")
 	assetsOnce.Do(func() {
-		dir, err := dyingWithTheTest(OutputDir(t), apiserver, etcd)
+		dir, err := dyingWithTheTest(OutputDir(t), setpriv, apiserver, etcd)
 		if err != nil {
 			t.Fatal(err)
 		}

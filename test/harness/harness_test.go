@@ -28,21 +28,18 @@ func TestControlPlaneDiesWithAKilledTest(t *testing.T) {
 		time.Sleep(time.Hour)
 		return
 	}
-	// envtest's directories: a killed test cannot remove them, so this one removes its child's.
-	before := frameworkDirs(t)
-	defer func() {
-		for dir := range frameworkDirs(t) {
-			if !before[dir] {
-				os.RemoveAll(dir)
-			}
-		}
-	}()
+	// What the child needs, checked here: a child that skips would look like one that failed.
+	Binary(t, "stock", "kube-apiserver")
+	Binary(t, "stock", "etcd")
+	Tool(t, "setpriv", "util-linux")
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	child := exec.Command(self, "-test.run=^TestControlPlaneDiesWithAKilledTest$", "-test.v")
-	child.Env = append(os.Environ(), killedTestEnv+"=1")
+	// envtest's directories go to a TMPDIR of this test's, which a killed test cannot clean.
+	child.Env = append(os.Environ(), killedTestEnv+"=1", "TMPDIR="+t.TempDir())
+	child.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := child.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -84,19 +81,6 @@ func TestControlPlaneDiesWithAKilledTest(t *testing.T) {
 		}
 		t.Fatalf("10 s after its test process was killed, %s still ran", strings.Join(alive, ", "))
 	}
-}
-
-// frameworkDirs are the directories envtest makes for etcd's data and the apiserver's certificates.
-func frameworkDirs(t *testing.T) map[string]bool {
-	dirs, err := filepath.Glob(filepath.Join(os.TempDir(), "k8s_test_framework_*"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	set := map[string]bool{}
-	for _, dir := range dirs {
-		set[dir] = true
-	}
-	return set
 }
 
 // children maps the pids of a process's children to their names.
