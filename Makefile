@@ -141,7 +141,7 @@ bench: build ## Resync, failover and planned handover at 2,000-30,000 Services, 
 	build/bench.sh
 
 .PHONY: conformance-build
-conformance-build: patch ## Upstream's conformance suite from the stock tree: e2e.test (its 280 [Conformance] tests checked), ginkgo, kubectl, kube-proxy (docs/conformance-plan.md: the rest of make conformance)
+conformance-build: patch ## Upstream's conformance suite (e2e.test, its 280 tests checked; ginkgo, kubectl, kube-proxy) and the node's CNI plugins and CoreDNS 1.6.5
 	build/conformance-build.sh
 
 .PHONY: test

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # make conformance-build: upstream v1.17.3's conformance suite, built from the stock tree as its
 # own hack/ scripts would: e2e.test (with test/e2e/generated/bindata.go, which the module zip does
-# not carry), ginkgo (v1.10.1, the tree's go.mod), and the kubectl that 37 of the tests run. They
-# land beside the stock components in _output/bin/stock/linux-<arch>/. Then it checks that
-# e2e.test holds exactly the tree's [Conformance] tests (test/conformance/testdata/conformance.txt).
+# not carry), ginkgo (v1.10.1, the tree's go.mod), the kubectl that 37 of the tests run and
+# kube-proxy, beside the stock components in _output/bin/stock/linux-<arch>/; and what a node's
+# pods need besides, from build/conformance.sum, in _output/bin/conformance/linux-<arch>/: the
+# CNI plugins and CoreDNS 1.6.5. Then it checks that e2e.test holds exactly the tree's
+# [Conformance] tests (test/conformance/testdata/conformance.txt).
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -28,6 +30,45 @@ log "building e2e.test and ginkgo into ${out}"
   CGO_ENABLED=0 go test -c -trimpath -vet=off -ldflags="${ldflags}" -o "${out}/e2e.test" ./test/e2e
   CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags="-s -w -buildid=" -o "${out}/ginkgo" github.com/onsi/ginkgo/ginkgo
 )
+
+log "fetching and verifying the out-of-tree sources (build/conformance.sum)"
+src="${OUTPUT_DIR}/conformance/src"
+rm -rf "${src}"
+mkdir -p "${src}"
+# Each pinned module through the module proxy, its zip's hash held to the pin, then copied out of
+# the read-only module cache to be built.
+while read -r module version sum; do
+  info=$(go mod download -json "${module}@${version}")
+  got=$(sed -n 's/^\t"Sum": "\(.*\)",$/\1/p' <<< "${info}")
+  dir=$(sed -n 's/^\t"Dir": "\(.*\)",$/\1/p' <<< "${info}")
+  [ "${got}" = "${sum}" ] || die "${module}@${version}: the module proxy's zip hashes to '${got}', build/conformance.sum pins ${sum}"
+  mkdir -p "${src}/${module}"
+  cp -R "${dir}/." "${src}/${module}/"
+  chmod -R u+w "${src}/${module}"
+done < <(grep -vE '^[[:space:]]*(#|$)' "${REPO_ROOT}/build/conformance.sum")
+plugins="${src}/github.com/containernetworking/plugins"
+coredns="${src}/github.com/coredns/coredns"
+node_bin=$(bin_dir conformance "${HOST_ARCH}")
+mkdir -p "${node_bin}"
+
+log "building the CNI plugins bridge, loopback, host-local and portmap (v0.8.5) into ${node_bin}"
+(
+  cd "${plugins}"
+  rm -rf vendor   # the zip keeps vendor/modules.txt only; the module proxy has the rest
+  CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags="-s -w -buildid=" -o "${node_bin}/" \
+    ./plugins/main/bridge ./plugins/main/loopback ./plugins/ipam/host-local ./plugins/meta/portmap
+)
+
+log "building CoreDNS 1.6.5 into ${node_bin}, with json-iterator v1.1.12 and reflect2 v1.0.2"
+(
+  cd "${coredns}"
+  # Its json-iterator v1.1.7 and reflect2 v1.0.1 crash on maps under Go 1.18 and later: the same
+  # raise as patch 0002 gives the tree. go.sum takes the new hashes from the checksum database.
+  go mod edit -require=github.com/json-iterator/go@v1.1.12 -require=github.com/modern-go/reflect2@v1.0.2
+  CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -buildvcs=false -ldflags="-s -w -buildid=" -o "${node_bin}/coredns" .
+)
+version=$("${node_bin}/coredns" -version | head -1)
+[ "${version}" = CoreDNS-1.6.5 ] || die "${node_bin}/coredns says it is ${version}, not CoreDNS-1.6.5"
 
 log "checking that e2e.test holds the tree's [Conformance] tests"
 # conformance.txt names each test by its innermost text without the [tags]; compare them so.
