@@ -137,7 +137,7 @@ ha-figures: build ## The HA fault suite on stock (waits up to 5 min per fault) a
 	build/ha-figures.sh
 
 .PHONY: bench
-bench: build ## Resync, failover and planned handover at 2,000-30,000 Services, watch fan-out at 2,000, stock vs patched -> docs/benchmarks.md (~1.5 h)
+bench: build ## Resync, failover, planned handover (kube-controller-manager and kube-scheduler), memory at 2,000-30,000 Services, watch fan-out, stock vs patched -> docs/benchmarks.md (~1.5 h)
 	build/bench.sh
 
 .PHONY: conformance-build

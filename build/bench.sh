@@ -11,14 +11,14 @@ mkdir -p "$results"
 export BENCH_RESULTS=$results
 
 command="make bench"
-for name in BENCH_SERVICES BENCH_RATES BENCH_VARIANTS BENCH_DELETIONS; do
+for name in BENCH_SERVICES BENCH_RATES BENCH_VARIANTS BENCH_DELETIONS BENCH_SCHEDULER_HANDOVERS; do
   if [ -n "${!name:-}" ]; then
     command="$name=${!name} $command"
   fi
 done
 
 status=0
-go test -run '^$' -bench 'HeadlessResync' -benchtime 1x -timeout 4h -v ./test/bench/ 2>&1 |
+go test -run '^$' -bench 'HeadlessResync|SchedulerHandover' -benchtime 1x -timeout 4h -v ./test/bench/ 2>&1 |
   tee "$results/bench.log" || status=$?
 
 # The harness stops what it starts; a benchmark killed by its timeout cannot, so look.

@@ -31,6 +31,8 @@ import (
 //	                at which stock would not finish in the hour)
 //	BENCH_VARIANTS  builds under _output/bin                     (default DefaultVariants)
 //	BENCH_DELETIONS pods deleted per phase, one every 250 ms     (default DefaultDeletions)
+//	BENCH_SCHEDULER_HANDOVERS planned handovers of kube-scheduler
+//	                per build (BenchmarkSchedulerHandover)       (default DefaultSchedulerHandovers)
 //	BENCH_RESULTS   directory for the runs' JSON results         (default _output/bench)
 func setting(name, fallback string) string {
 	if v := os.Getenv(name); v != "" {

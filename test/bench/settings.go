@@ -23,4 +23,6 @@ const (
 	DefaultVariants = "stock,patched"
 	// DefaultDeletions is the number of pods deleted per phase, one every 250 ms.
 	DefaultDeletions = "100"
+	// DefaultSchedulerHandovers is how many planned handovers of kube-scheduler each build makes.
+	DefaultSchedulerHandovers = "5"
 )

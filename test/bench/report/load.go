@@ -52,6 +52,28 @@ func Load(dir string) ([]bench.Result, bench.Environment, error) {
 	return results, env, nil
 }
 
+// LoadSchedulerHandovers reads the kube-scheduler handovers from dir, stock first; none is not an
+// error (make bench narrowed to the resync).
+func LoadSchedulerHandovers(dir string) ([]bench.SchedulerHandover, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, bench.SchedulerHandoverPrefix+"*.json"))
+	if err != nil {
+		return nil, err
+	}
+	handovers := make([]bench.SchedulerHandover, len(paths))
+	for i, path := range paths {
+		if err := readJSON(path, &handovers[i]); err != nil {
+			return nil, err
+		}
+		if len(handovers[i].TakeoverSeconds) == 0 {
+			return nil, fmt.Errorf("%s: no handovers", path)
+		}
+	}
+	sort.Slice(handovers, func(i, j int) bool {
+		return variantOrder(handovers[i].Variant) < variantOrder(handovers[j].Variant)
+	})
+	return handovers, nil
+}
+
 func variantOrder(v string) string {
 	if v == "stock" {
 		return ""

@@ -61,6 +61,8 @@ type page struct {
 	Headlines []string
 	Rows      []Row
 	Failovers []Row
+	// Schedulers are kube-scheduler's planned handovers, by build.
+	Schedulers []bench.SchedulerHandover
 	// Memory are the runs that made memory starts (Config.Starts).
 	Memory []Row
 	// MemoryHold is how long a memory start runs once it has queued every Service.
@@ -92,8 +94,9 @@ type defaults struct{ Services, Runs, Variants, Deletions string }
 
 // WritePage writes the Markdown page; charts maps a case to its chart's path, for the cases
 // that have one.
-func WritePage(path string, charts map[string]string, command string, env bench.Environment, results []bench.Result) error {
-	data := page{Env: env, Command: command, Charts: map[string]string{}, MemoryHold: bench.MemoryHold,
+func WritePage(path string, charts map[string]string, command string, env bench.Environment, results []bench.Result,
+	schedulers []bench.SchedulerHandover) error {
+	data := page{Env: env, Command: command, Charts: map[string]string{}, MemoryHold: bench.MemoryHold, Schedulers: schedulers,
 		Defaults: defaults{Services: bench.DefaultServices, Runs: bench.DefaultRuns, Variants: bench.DefaultVariants, Deletions: bench.DefaultDeletions}}
 	for name, chart := range charts {
 		rel, err := filepath.Rel(filepath.Dir(path), chart)
@@ -103,6 +106,9 @@ func WritePage(path string, charts map[string]string, command string, env bench.
 		data.Charts[name] = filepath.ToSlash(rel)
 	}
 	data.Binaries = binaries(env, results)
+	for _, s := range schedulers {
+		data.Binaries = append(data.Binaries, Binary{Name: s.Variant + " kube-scheduler", SHA256: s.BinarySHA256})
+	}
 	stock := map[string]bench.Result{}
 	for _, r := range results {
 		if r.Variant == "stock" {
@@ -161,6 +167,17 @@ func WritePage(path string, charts map[string]string, command string, env bench.
 			Met:      r.FanOut.Probe.ErrorCount()+r.FanOut.Probe.Slow > 0,
 		})
 	}
+	for _, s := range schedulers {
+		if s.Variant == "stock" {
+			continue
+		}
+		data.Targets = append(data.Targets, Target{
+			What: fmt.Sprintf("%s kube-scheduler: planned handover, the standby leads at most %s after SIGTERM (the slowest of %d)",
+				s.Variant, seconds(HandoverTakeover), len(s.TakeoverSeconds)),
+			Measured: seconds(s.Max),
+			Met:      s.Max <= HandoverTakeover,
+		})
+	}
 	data.Scaling, data.StockNotRun = scaling(data.Rows)
 	data.Targets = append(data.Targets, curveTarget(results))
 	data.Headlines = headlines(results, stock)
@@ -188,8 +205,15 @@ func WritePage(path string, charts map[string]string, command string, env bench.
 		"div":      func(a, b float64) float64 { return a / b },
 		"add":      func(a, b float64) float64 { return a + b },
 		"percent0": func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) },
-		"errors":   func(p bench.ProbeResult) string { return errorSummary(p) },
-		"check":    func(ok bool) string { return map[bool]string{true: "met", false: "**missed**"}[ok] },
+		"secondsList": func(list []float64) string {
+			var out []string
+			for _, s := range list {
+				out = append(out, seconds(s))
+			}
+			return strings.Join(out, ", ")
+		},
+		"errors": func(p bench.ProbeResult) string { return errorSummary(p) },
+		"check":  func(ok bool) string { return map[bool]string{true: "met", false: "**missed**"}[ok] },
 	}).Parse(pageTemplate)
 	if err != nil {
 		return err
@@ -259,7 +283,7 @@ func targets(row Row) []Target {
 	}
 	if f := r.Failover; f != nil && r.Handover {
 		list = append(list, Target{
-			What:     fmt.Sprintf("%s: planned handover, the standby leads at most %s after SIGTERM", r.Config, seconds(HandoverTakeover)),
+			What:     fmt.Sprintf("%s: planned handover of kube-controller-manager, the standby leads at most %s after SIGTERM", r.Config, seconds(HandoverTakeover)),
 			Measured: seconds(f.TakeoverSeconds),
 			Met:      f.TakeoverSeconds <= HandoverTakeover,
 		})

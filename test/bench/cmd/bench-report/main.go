@@ -31,6 +31,10 @@ func run(resultsDir, page, command string) error {
 	if err != nil {
 		return err
 	}
+	schedulers, err := report.LoadSchedulerHandovers(resultsDir)
+	if err != nil {
+		return err
+	}
 	charts := map[string]string{}
 	draw := func(name, file string, write func(string, []bench.Result) (bool, error)) error {
 		path := filepath.Join(filepath.Dir(page), file)
@@ -55,5 +59,5 @@ func run(resultsDir, page, command string) error {
 			return err
 		}
 	}
-	return report.WritePage(page, charts, command, env, results)
+	return report.WritePage(page, charts, command, env, results, schedulers)
 }
