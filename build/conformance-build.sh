@@ -3,8 +3,9 @@
 # own hack/ scripts would: e2e.test (with test/e2e/generated/bindata.go, which the module zip does
 # not carry), ginkgo (v1.10.1, the tree's go.mod), the kubectl that 37 of the tests run and
 # kube-proxy, beside the stock components in _output/bin/stock/linux-<arch>/; and what a node's
-# pods need besides, from build/conformance.sum, in _output/bin/conformance/linux-<arch>/: the
-# CNI plugins and CoreDNS 1.6.5. Then it checks that e2e.test holds exactly the tree's
+# pods need besides, in _output/bin/conformance/linux-<arch>/: the test images' programs from the
+# tree (agnhost 2.8, mounttest, test-webserver, nnp), and, from build/conformance.sum, the CNI
+# plugins and CoreDNS 1.6.5. Then it checks that e2e.test holds exactly the tree's
 # [Conformance] tests (test/conformance/testdata/conformance.txt).
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
@@ -31,6 +32,19 @@ log "building e2e.test and ginkgo into ${out}"
   CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags="-s -w -buildid=" -o "${out}/ginkgo" github.com/onsi/ginkgo/ginkgo
 )
 
+node_bin=$(bin_dir conformance "${HOST_ARCH}")
+mkdir -p "${node_bin}"
+log "building the test images' programs from the tree's test/images into ${node_bin}"
+(
+  cd "${worktree}"
+  CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags="-s -w -buildid=" -o "${node_bin}/" \
+    ./test/images/agnhost ./test/images/mounttest ./test/images/test-webserver
+  # test/images/nonewprivs/Dockerfile copies its program as nnp.
+  CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags="-s -w -buildid=" -o "${node_bin}/nnp" ./test/images/nonewprivs
+)
+version=$("${node_bin}/agnhost" --version)
+[ "${version}" = "app version 2.8" ] || die "${node_bin}/agnhost says '${version}', not version 2.8, which v1.17.3's e2e framework asks for"
+
 log "fetching and verifying the out-of-tree sources (build/conformance.sum)"
 src="${OUTPUT_DIR}/conformance/src"
 rm -rf "${src}"
@@ -48,8 +62,6 @@ while read -r module version sum; do
 done < <(grep -vE '^[[:space:]]*(#|$)' "${REPO_ROOT}/build/conformance.sum")
 plugins="${src}/github.com/containernetworking/plugins"
 coredns="${src}/github.com/coredns/coredns"
-node_bin=$(bin_dir conformance "${HOST_ARCH}")
-mkdir -p "${node_bin}"
 
 log "building the CNI plugins bridge, loopback, host-local and portmap (v0.8.5) into ${node_bin}"
 (
