@@ -45,6 +45,29 @@ log "building the test images' programs from the tree's test/images into ${node_
 version=$("${node_bin}/agnhost" --version)
 [ "${version}" = "app version 2.8" ] || die "${node_bin}/agnhost says '${version}', not version 2.8, which v1.17.3's e2e framework asks for"
 
+# The aggregator test deploys sample-apiserver:1.10 and asks it for wardle.k8s.io; the tree's
+# sample-apiserver is the same program under the group wardle.example.com, which it took in 1.11.
+# It is built with that one constant changed back, through an overlay: the tree stays as it is.
+log "building the sample-apiserver stand-in (the tree's, serving wardle.k8s.io as 1.10's did)"
+overlay="${OUTPUT_DIR}/conformance/sample-apiserver-overlay"
+rm -rf "${overlay}"
+entries=()
+for file in pkg/apis/wardle/register.go pkg/apis/wardle/v1alpha1/register.go pkg/apis/wardle/v1beta1/register.go; do
+  original="${worktree}/staging/src/k8s.io/sample-apiserver/${file}"
+  changed="${overlay}/${file}"
+  mkdir -p "$(dirname "${changed}")"
+  sed 's/^const GroupName = "wardle.example.com"$/const GroupName = "wardle.k8s.io"/' "${original}" > "${changed}"
+  [ "$(diff "${original}" "${changed}" | grep -c '^>')" -eq 1 ] ||
+    die "${original}: expected one line 'const GroupName = \"wardle.example.com\"' to change"
+  entries+=("\"${original}\": \"${changed}\"")
+done
+(IFS=,; printf '{"Replace": {%s}}\n' "${entries[*]}") > "${overlay}/overlay.json"
+(
+  cd "${worktree}"
+  CGO_ENABLED=0 go build -trimpath -buildvcs=false -overlay="${overlay}/overlay.json" -ldflags="${ldflags}" \
+    -o "${node_bin}/sample-apiserver" k8s.io/sample-apiserver
+)
+
 log "fetching and verifying the out-of-tree sources (build/conformance.sum)"
 src="${OUTPUT_DIR}/conformance/src"
 rm -rf "${src}"
