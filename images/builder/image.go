@@ -59,7 +59,7 @@ func Build(spec Spec) (v1.ImageIndex, []v1.Image, error) {
 }
 
 func buildPlatform(spec Spec, p Platform) (v1.Image, error) {
-	base, err := layerFromDir(p.RootFS, "", spec.Created)
+	base, err := layerFromDir(p.RootFS, "", spec.Created, false)
 	if err != nil {
 		return nil, fmt.Errorf("base layer from %s: %v", p.RootFS, err)
 	}
@@ -120,8 +120,9 @@ func layerFromFile(source, dest string, created time.Time) (v1.Layer, error) {
 }
 
 // layerFromDir makes a layer of everything under root. Owners become root, times become
-// created, modes keep only the permission bits: the machine that builds leaves no trace.
-func layerFromDir(root, prefix string, created time.Time) (v1.Layer, error) {
+// created, modes keep only the permission bits (and a directory's sticky bit, or with
+// keepSpecialBits every setuid, setgid and sticky bit): the machine that builds leaves no trace.
+func layerFromDir(root, prefix string, created time.Time, keepSpecialBits bool) (v1.Layer, error) {
 	var entries []entry
 	err := filepath.Walk(root, func(path string, info os.FileInfo, err error) error {
 		if err != nil {
@@ -144,6 +145,9 @@ func layerFromDir(root, prefix string, created time.Time) (v1.Layer, error) {
 			}
 		case info.Mode().IsRegular():
 			e.source = path
+			if keepSpecialBits {
+				e.mode |= specialBits(info.Mode())
+			}
 		default:
 			return fmt.Errorf("%s: unsupported file type %v", path, info.Mode().Type())
 		}
@@ -154,6 +158,21 @@ func layerFromDir(root, prefix string, created time.Time) (v1.Layer, error) {
 		return nil, err
 	}
 	return layerFromEntries(entries, created)
+}
+
+// specialBits are mode's setuid, setgid and sticky bits as tar spells them.
+func specialBits(mode os.FileMode) int64 {
+	var bits int64
+	if mode&os.ModeSetuid != 0 {
+		bits |= 0o4000
+	}
+	if mode&os.ModeSetgid != 0 {
+		bits |= 0o2000
+	}
+	if mode&os.ModeSticky != 0 {
+		bits |= 0o1000
+	}
+	return bits
 }
 
 func layerFromEntries(entries []entry, created time.Time) (v1.Layer, error) {

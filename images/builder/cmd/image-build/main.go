@@ -3,9 +3,15 @@
 //
 //	image-build -component kube-controller-manager -version v1.17.3-idc.1 -repo REGISTRY/kube-controller-manager \
 //	  -platform linux/amd64=BINARY,ROOTFS -platform linux/arm64=BINARY,ROOTFS -epoch N -out DIR
+//
+// With -fixtures it writes test images instead (image.Fixture): a docker-archive of each fixture
+// in a JSON list, named after its reference, and prints each reference with its image ID.
+//
+//	image-build -fixtures FIXTURES.json -epoch N -out DIR
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -46,10 +52,15 @@ func main() {
 	flag.StringVar(&spec.Version, "version", "", "release version, the image tag")
 	flag.StringVar(&spec.Revision, "revision", "", "commit of the patch series")
 	flag.Var(&plats, "platform", "OS/ARCH=BINARY,ROOTFS (repeatable)")
+	fixtures := flag.String("fixtures", "", "JSON list of test images (image.Fixture) to write instead")
 	flag.Parse()
 	spec.Platforms = plats
 	spec.Created = time.Unix(*epoch, 0).UTC()
-	if err := run(spec, *repo, *out); err != nil {
+	build := func() error { return run(spec, *repo, *out) }
+	if *fixtures != "" {
+		build = func() error { return runFixtures(*fixtures, spec.Created, *out) }
+	}
+	if err := build(); err != nil {
 		fmt.Fprintf(os.Stderr, "image-build: %v\n", err)
 		os.Exit(1)
 	}
@@ -104,4 +115,49 @@ func run(spec image.Spec, repo, out string) error {
 	}
 	fmt.Printf("%s@%s\n", tag, digest)
 	return nil
+}
+
+// runFixtures writes a docker-archive of each fixture listed in the JSON file path.
+func runFixtures(path string, created time.Time, out string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var fixtures []image.Fixture
+	if err := json.Unmarshal(data, &fixtures); err != nil {
+		return fmt.Errorf("%s: %v", path, err)
+	}
+	if len(fixtures) == 0 || out == "" {
+		return fmt.Errorf("-fixtures needs a non-empty list and -out")
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	for _, f := range fixtures {
+		f.Created = created
+		tag, err := name.NewTag(f.Ref)
+		if err != nil {
+			return fmt.Errorf("%s: fixture %q: %v", path, f.Ref, err)
+		}
+		img, err := image.BuildFixture(f)
+		if err != nil {
+			return err
+		}
+		file := filepath.Join(out, FixtureArchive(tag))
+		if err := tarball.WriteToFile(file, tag, img); err != nil {
+			return fmt.Errorf("writing %s: %v", file, err)
+		}
+		id, err := img.ConfigName()
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s %s\n", tag, id)
+	}
+	return nil
+}
+
+// FixtureArchive names a fixture's docker-archive after its repository's last element and tag.
+func FixtureArchive(tag name.Tag) string {
+	repo := tag.RepositoryStr()
+	return repo[strings.LastIndex(repo, "/")+1:] + "_" + tag.TagStr() + ".docker.tar"
 }
