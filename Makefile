@@ -144,6 +144,10 @@ bench: build ## Resync, failover, planned handover (kube-controller-manager and 
 conformance-build: patch ## Upstream's conformance suite (e2e.test, its 280 tests checked; ginkgo, kubectl, kube-proxy) and the node's CNI plugins and CoreDNS 1.6.5
 	build/conformance-build.sh
 
+.PHONY: conformance-images
+conformance-images: conformance-build ## The conformance tests' images under the references e2e.test asks for, offline (images/conformance)
+	images/conformance/build.sh
+
 .PHONY: test
 test: lint verify-patches verify-monitoring test-unit test-upstream-subset test-regression test-image test-publish test-e2e prove-patches ## Everything CI runs
 	@echo "make test: all checks passed"

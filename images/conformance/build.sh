@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The test images of the conformance run (docs/conformance-plan.md, section 3), as docker-archives
+# under the exact references v1.17.3's e2e framework asks for (`e2e.test --list-images`):
+#   images/conformance/build.sh   -> _output/images/conformance/<name>_<tag>.docker.tar, images.txt
+# Built here: the images upstream builds from the tree's own programs (make conformance-build
+# compiles them), each as its Dockerfile under test/images says; etcd:3.4.3 is the stock etcd.
+# Test fixtures only, never released. The Debian stand-ins (busybox, httpd, nginx, dnsutils) and
+# agnhost's base tools are the next step.
+set -o errexit -o nounset -o pipefail
+. "$(dirname "$0")/../../build/lib.sh"
+
+node_bin=$(bin_dir conformance)
+stock_bin=$(bin_dir stock)
+for program in "${node_bin}/mounttest" "${node_bin}/test-webserver" "${node_bin}/nnp" "${node_bin}/sample-apiserver" "${stock_bin}/etcd"; do
+  [ -x "${program}" ] || die "missing ${program}: run 'make conformance-build'"
+done
+worktree=$(checkout_variant stock)
+epoch=$(tree_git log -1 --format=%ct stock)
+image_build=$(image_build_tool)
+out="${OUTPUT_DIR}/images/conformance"
+work=$(mktemp -d)
+trap 'rm -rf "${work}"' EXIT
+e2e=gcr.io/kubernetes-e2e-test-images
+
+fixtures=()
+# fixture REF ROOTFS JSON-FIELDS: one entry of the builder's list (image.Fixture).
+fixture() { fixtures+=("{\"ref\": \"$1\", \"os\": \"linux\", \"arch\": \"amd64\", \"rootfs\": \"$2\"${3:+, $3}}"); }
+# rootfs NAME: a fresh root filesystem directory for one image.
+rootfs() { mkdir -p "${work}/$1"; echo "${work}/$1"; }
+
+# mounttest: FROM scratch, COPY mounttest /, ENTRYPOINT ["/mounttest"]; mounttest-user adds USER 1001.
+dir=$(rootfs mounttest)
+install -m 0755 "${node_bin}/mounttest" "${dir}/mounttest"
+fixture "${e2e}/mounttest:1.0" "${dir}" '"entrypoint": ["/mounttest"]'
+fixture "${e2e}/mounttest-user:1.0" "${dir}" '"entrypoint": ["/mounttest"], "user": "1001"'
+
+# test-webserver: FROM scratch, COPY test-webserver /, EXPOSE 80, ENTRYPOINT ["/test-webserver"];
+# nautilus and kitten are it with their picture and data.json in its working directory (/).
+for name in test-webserver nautilus kitten; do
+  dir=$(rootfs "${name}")
+  install -m 0755 "${node_bin}/test-webserver" "${dir}/test-webserver"
+  if [ "${name}" != test-webserver ]; then
+    install -m 0644 "${worktree}/test/images/${name}/html/data.json" "${worktree}/test/images/${name}/html/${name}.jpg" "${dir}/"
+  fi
+  fixture "${e2e}/${name}:1.0" "${dir}" '"entrypoint": ["/test-webserver"], "exposedPorts": ["80/tcp"]'
+done
+
+# nonewprivs: COPY nnp /usr/local/bin/nnp, RUN chmod +s, CMD ["nnp"] (the test runs it as uid 1000
+# under no_new_privs and reads the effective uid it prints).
+dir=$(rootfs nonewprivs)
+install -D -m 4755 "${node_bin}/nnp" "${dir}/usr/local/bin/nnp"
+fixture "${e2e}/nonewprivs:1.0" "${dir}" '"cmd": ["nnp"], "keepSpecialBits": true'
+
+# sample-apiserver 1.10: ADD kube-sample-apiserver /, ENTRYPOINT ["/kube-sample-apiserver"]
+# (staging/src/k8s.io/sample-apiserver/artifacts/simple-image); the tree's, serving wardle.k8s.io.
+dir=$(rootfs sample-apiserver)
+install -m 0755 "${node_bin}/sample-apiserver" "${dir}/kube-sample-apiserver"
+install -d -m 1777 "${dir}/tmp"
+fixture "${e2e}/sample-apiserver:1.10" "${dir}" '"entrypoint": ["/kube-sample-apiserver"]'
+
+# etcd 3.4.3, the sample-apiserver's storage in the same test: the stock etcd at /usr/local/bin.
+dir=$(rootfs etcd)
+install -D -m 0755 "${stock_bin}/etcd" "${dir}/usr/local/bin/etcd"
+install -d -m 1777 "${dir}/tmp" "${dir}/var/lib/etcd"
+fixture "k8s.gcr.io/etcd:3.4.3" "${dir}"
+
+(IFS=,; printf '[%s]\n' "${fixtures[*]}") > "${work}/fixtures.json"
+rm -rf "${out}"
+mkdir -p "${out}"
+"${image_build}" -fixtures "${work}/fixtures.json" -epoch "${epoch}" -out "${out}" > "${out}/images.txt"
+log "$(wc -l < "${out}/images.txt") conformance test images in ${out} (images.txt: reference and image ID)"
