@@ -4,8 +4,9 @@
 #   images/conformance/build.sh   -> _output/images/conformance/<name>_<tag>.docker.tar, images.txt
 # Built here: the images upstream builds from the tree's own programs (make conformance-build
 # compiles them), each as its Dockerfile under test/images says; etcd:3.4.3 is the stock etcd.
-# Test fixtures only, never released. The Debian stand-ins (busybox, httpd, nginx, dnsutils) and
-# agnhost's base tools are the next step.
+# busybox, httpd and nginx are stand-ins made of the base image's Debian busybox-static. Test
+# fixtures only, never released. dnsutils, jessie-dnsutils and agnhost's base tools (Debian
+# packages with their libraries) are the next step.
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/../../build/lib.sh"
 
@@ -63,6 +64,53 @@ dir=$(rootfs etcd)
 install -D -m 0755 "${stock_bin}/etcd" "${dir}/usr/local/bin/etcd"
 install -d -m 1777 "${dir}/tmp" "${dir}/var/lib/etcd"
 fixture "k8s.gcr.io/etcd:3.4.3" "${dir}"
+
+# busybox 1.29 (44 tests), a stand-in: Debian's busybox-static 1.35 from the base image's root
+# filesystem (images/base, pinned there), every applet linked in /bin as in Docker's library image,
+# root and nobody, /tmp; CMD ["sh"]. The tests run its ash (`[[ ]]`, and the exact message
+# "/bin/sh: can't create /file: Read-only file system"), sleep, cat, env, id, test, touch, echo,
+# hexdump -C, ip (whose `link add` must fail, unprivileged), and wget --post-data: the same applets,
+# two minor versions on.
+base="${OUTPUT_DIR}/images/rootfs/amd64"
+[ -x "${base}/bin/busybox" ] || ARCHS=amd64 "${REPO_ROOT}/images/base/rootfs.sh" amd64
+dir=$(rootfs busybox)
+cp -a "${base}/." "${dir}/"
+for applet in $("${dir}/bin/busybox" --list); do
+  [ -e "${dir}/bin/${applet}" ] || ln -s busybox "${dir}/bin/${applet}"
+done
+fixture "docker.io/library/busybox:1.29" "${dir}" '"cmd": ["sh"]'
+busybox=${dir}
+
+# serve NAME DOCROOT COMMAND: a stand-in web server on the busybox stand-in: busybox's httpd on :80
+# serving DOCROOT, run by the script COMMAND, which (as PID 1 ignores an untrapped SIGTERM) stops
+# it and exits on SIGTERM, as the servers it stands in for do.
+serve() {
+  local dir
+  dir=$(rootfs "$1")
+  cp -a "${busybox}/." "${dir}/"
+  mkdir -p "${dir}$2" "$(dirname "${dir}$3")"
+  printf '<html><body><h1>It works!</h1></body></html>\n' > "${dir}$2/index.html"
+  cat > "${dir}$3" <<SCRIPT
+#!/bin/sh
+# Stand-in (images/conformance): busybox httpd on :80 serving $2, stopped on SIGTERM.
+httpd -f -p 80 -h $2 &
+server=\$!
+trap 'kill \$server; exit 0' TERM INT
+wait \$server
+SCRIPT
+  chmod 0755 "${dir}$3"
+  echo "${dir}"
+}
+# httpd 2.4.38-alpine and 2.4.39-alpine (27 and 2 tests): StatefulSets probe GET /index.html on :80
+# and break and mend that probe with `mv -v` of /usr/local/apache2/htdocs/index.html; the rest only
+# need a server that runs and stops on SIGTERM. Two tags, two image IDs, as rolling updates need.
+dir=$(serve httpd /usr/local/apache2/htdocs /usr/local/bin/httpd-foreground)
+for version in 2.4.38 2.4.39; do
+  fixture "docker.io/library/httpd:${version}-alpine" "${dir}" "\"cmd\": [\"httpd-foreground\"], \"workingDir\": \"/usr/local/apache2\", \"exposedPorts\": [\"80/tcp\"], \"env\": [\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\", \"HTTPD_VERSION=${version}\"]"
+done
+# nginx 1.14-alpine (12 tests): pods that run and stop; nothing reads what they serve.
+dir=$(serve nginx /usr/share/nginx/html /usr/sbin/nginx)
+fixture "docker.io/library/nginx:1.14-alpine" "${dir}" '"cmd": ["nginx", "-g", "daemon off;"], "exposedPorts": ["80/tcp"], "env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "NGINX_VERSION=1.14"]'
 
 (IFS=,; printf '[%s]\n' "${fixtures[*]}") > "${work}/fixtures.json"
 rm -rf "${out}"
