@@ -131,6 +131,36 @@ checkout_variant() {
   echo "${worktree}"
 }
 
+# fetch_deb LOCK PACKAGE ARCH: prints the path of the .deb of PACKAGE for ARCH (or "all") that
+# LOCK pins (lines "package arch version sha256"), downloaded once (apt-get download checks the
+# archive's signatures) into _output/images/debs and held to the pinned sha256.
+fetch_deb() {
+  local lock=$1 package=$2 want_arch=$3 debs="${OUTPUT_DIR}/images/debs" version sha file line spec download
+  line=$(awk -v p="${package}" -v a="${want_arch}" '$1 == p && $2 == a {print $3, $4}' "${lock}")
+  [ -n "${line}" ] || die "${lock#"${REPO_ROOT}"/} pins no ${package} for ${want_arch}"
+  read -r version sha <<<"${line}"
+  mkdir -p "${debs}"
+  file="${debs}/${package}_${want_arch}_${sha:0:12}.deb"
+  if [ ! -f "${file}" ]; then
+    if [ "${want_arch}" != all ] && [ "${want_arch}" != "$(dpkg --print-architecture)" ] &&
+       ! dpkg --print-foreign-architectures | grep -qx "${want_arch}"; then
+      [ "$(id -u)" = 0 ] || die "downloading ${package}:${want_arch} needs 'dpkg --add-architecture ${want_arch} && apt-get update' as root"
+      dpkg --add-architecture "${want_arch}"
+      apt-get update -qq
+    fi
+    spec="${package}=${version}"
+    [ "${want_arch}" = all ] || spec="${package}:${want_arch}=${version}"
+    download=$(mktemp -d "${debs}/download.XXXXXX")
+    (cd "${download}" && apt-get download -q "${spec}" >/dev/null 2>&1) ||
+      die "apt-get download ${spec} failed: the pinned version may no longer be served; update ${lock#"${REPO_ROOT}"/}"
+    find "${download}" -name '*.deb' -exec mv {} "${file}" \;
+    rm -rf "${download}"
+  fi
+  echo "${sha}  ${file}" | sha256sum --check --quiet >&2 ||
+    die "${file} does not match the sha256 pinned in ${lock#"${REPO_ROOT}"/} for ${package} ${want_arch}"
+  echo "${file}"
+}
+
 # variant_version VARIANT: the version a variant's binaries report.
 variant_version() {
   case "$1" in

@@ -8,36 +8,8 @@ set -o errexit -o nounset -o pipefail
 need_tools apt-get dpkg dpkg-deb sha256sum
 
 lock="${REPO_ROOT}/images/base/packages.lock"
-debs="${OUTPUT_DIR}/images/debs"
-mkdir -p "${debs}"
-
 # Prints the path of the verified .deb of package for arch (or "all").
-fetch() {
-  local package=$1 want_arch=$2 version sha file line
-  line=$(awk -v p="${package}" -v a="${want_arch}" '$1 == p && $2 == a {print $3, $4}' "${lock}")
-  [ -n "${line}" ] || die "images/base/packages.lock pins no ${package} for ${want_arch}"
-  read -r version sha <<<"${line}"
-  file="${debs}/${package}_${want_arch}_${sha:0:12}.deb"
-  if [ ! -f "${file}" ]; then
-    if [ "${want_arch}" != all ] && [ "${want_arch}" != "$(dpkg --print-architecture)" ] &&
-       ! dpkg --print-foreign-architectures | grep -qx "${want_arch}"; then
-      [ "$(id -u)" = 0 ] || die "downloading ${package}:${want_arch} needs 'dpkg --add-architecture ${want_arch} && apt-get update' as root"
-      dpkg --add-architecture "${want_arch}"
-      apt-get update -qq
-    fi
-    local spec="${package}=${version}"
-    [ "${want_arch}" = all ] || spec="${package}:${want_arch}=${version}"
-    local download
-    download=$(mktemp -d "${debs}/download.XXXXXX")
-    (cd "${download}" && apt-get download -q "${spec}" >/dev/null 2>&1) ||
-      die "apt-get download ${spec} failed: the pinned version may no longer be served; update images/base/packages.lock"
-    find "${download}" -name '*.deb' -exec mv {} "${file}" \;
-    rm -rf "${download}"
-  fi
-  echo "${sha}  ${file}" | sha256sum --check --quiet >&2 ||
-    die "${file} does not match the sha256 pinned in images/base/packages.lock for ${package} ${want_arch}"
-  echo "${file}"
-}
+fetch() { fetch_deb "${lock}" "$1" "$2"; }
 
 scratch_root=$(mktemp -d)
 trap 'rm -rf "${scratch_root}"' EXIT

@@ -12,7 +12,7 @@ set -o errexit -o nounset -o pipefail
 
 node_bin=$(bin_dir conformance)
 stock_bin=$(bin_dir stock)
-for program in "${node_bin}/mounttest" "${node_bin}/test-webserver" "${node_bin}/nnp" "${node_bin}/sample-apiserver" "${stock_bin}/etcd"; do
+for program in "${node_bin}/agnhost" "${node_bin}/mounttest" "${node_bin}/test-webserver" "${node_bin}/nnp" "${node_bin}/sample-apiserver" "${stock_bin}/etcd"; do
   [ -x "${program}" ] || die "missing ${program}: run 'make conformance-build'"
 done
 worktree=$(checkout_variant stock)
@@ -111,6 +111,54 @@ done
 # nginx 1.14-alpine (12 tests): pods that run and stop; nothing reads what they serve.
 dir=$(serve nginx /usr/share/nginx/html /usr/sbin/nginx)
 fixture "docker.io/library/nginx:1.14-alpine" "${dir}" '"cmd": ["nginx", "-g", "daemon off;"], "exposedPorts": ["80/tcp"], "env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "NGINX_VERSION=1.14"]'
+
+# unpack LOCK DIR: every Debian package LOCK pins (hack/lock-debian-closure.sh), unpacked into DIR
+# as dpkg would (no maintainer scripts run), then the busybox stand-in's applets where Debian put
+# nothing of the same name, the users and /tmp, name lookups through files then DNS, and the
+# dynamic linker's cache.
+unpack() {
+  local lock="${REPO_ROOT}/images/conformance/$1" dir=$2 package arch deb applet
+  while read -r package arch _ _; do
+    deb=$(fetch_deb "${lock}" "${package}" "${arch}")
+    dpkg-deb -x "${deb}" "${dir}"
+  done < <(grep -v '^#' "${lock}")
+  install -D -m 0755 "${busybox}/bin/busybox" "${dir}/bin/busybox"
+  for applet in $("${busybox}/bin/busybox" --list); do
+    if [ ! -e "${dir}/bin/${applet}" ] && [ ! -e "${dir}/usr/bin/${applet}" ] &&
+       [ ! -e "${dir}/sbin/${applet}" ] && [ ! -e "${dir}/usr/sbin/${applet}" ]; then
+      ln -s busybox "${dir}/bin/${applet}"
+    fi
+  done
+  install -m 0644 "${busybox}/etc/passwd" "${busybox}/etc/group" "${dir}/etc/"
+  install -d -m 1777 "${dir}/tmp"
+  printf 'hosts: files dns\n' > "${dir}/etc/nsswitch.conf"
+  ldconfig -r "${dir}"
+}
+
+# dnsutils 1.1 and jessie-dnsutils 1.0 (7 tests each), stand-ins: Debian's dig and nslookup
+# (bind9-dnsutils 9.18) and getent, with busybox's sh, seq, test, hostname, tr, awk and sleep. The
+# DNS tests' probes run exactly those, `/usr/bin/dig +short` and `dig +notcp|+tcp +noall +answer
+# +search` among them, and read what they write to /results.
+dir=$(rootfs dnsutils)
+unpack dnsutils.lock "${dir}"
+fixture "${e2e}/dnsutils:1.1" "${dir}"
+fixture "${e2e}/jessie-dnsutils:1.0" "${dir}"
+
+# agnhost 2.8 (58 tests): the tree's agnhost as its Dockerfile lays it out (/agnhost, the link
+# /agnhost-2, porter's localhost certificate, /uploads; ENTRYPOINT /agnhost, CMD pause), on Debian's
+# versions of the tools it takes from Alpine (bash, curl, netcat-openbsd, nslookup, iproute2, iperf)
+# instead of Alpine's; the tests run `curl`, `nc -zv -t -w 2`, `nc -w 1 -u` and nslookup in it.
+dir=$(rootfs agnhost)
+unpack agnhost.lock "${dir}"
+ln -sfn nc.openbsd "${dir}/bin/nc"   # the alternative dpkg would set, over busybox's nc
+# bash as sh: busybox's sh runs its own applets before PATH (nc, nslookup, ip), Alpine's does not.
+ln -sfn bash "${dir}/bin/sh"
+install -d "${dir}/usr/local/bin" "${dir}/uploads"
+ln -s /usr/bin/iperf "${dir}/usr/local/bin/iperf"
+install -m 0755 "${node_bin}/agnhost" "${dir}/agnhost"
+ln -s agnhost "${dir}/agnhost-2"
+install -m 0644 "${worktree}/test/images/agnhost/porter/localhost.crt" "${worktree}/test/images/agnhost/porter/localhost.key" "${dir}/"
+fixture "${e2e}/agnhost:2.8" "${dir}" '"entrypoint": ["/agnhost"], "cmd": ["pause"], "exposedPorts": ["8080/tcp", "8081/tcp", "9376/tcp"]'
 
 (IFS=,; printf '[%s]\n' "${fixtures[*]}") > "${work}/fixtures.json"
 rm -rf "${out}"
