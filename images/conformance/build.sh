@@ -12,7 +12,8 @@ set -o errexit -o nounset -o pipefail
 
 node_bin=$(bin_dir conformance)
 stock_bin=$(bin_dir stock)
-for program in "${node_bin}/agnhost" "${node_bin}/mounttest" "${node_bin}/test-webserver" "${node_bin}/nnp" "${node_bin}/sample-apiserver" "${stock_bin}/etcd"; do
+for program in "${node_bin}/agnhost" "${node_bin}/mounttest" "${node_bin}/test-webserver" "${node_bin}/nnp" \
+  "${node_bin}/sample-apiserver" "${node_bin}/coredns" "${stock_bin}/etcd" "${stock_bin}/kube-proxy"; do
   [ -x "${program}" ] || die "missing ${program}: run 'make conformance-build'"
 done
 worktree=$(checkout_variant stock)
@@ -159,6 +160,23 @@ install -m 0755 "${node_bin}/agnhost" "${dir}/agnhost"
 ln -s agnhost "${dir}/agnhost-2"
 install -m 0644 "${worktree}/test/images/agnhost/porter/localhost.crt" "${worktree}/test/images/agnhost/porter/localhost.key" "${dir}/"
 fixture "${e2e}/agnhost:2.8" "${dir}" '"entrypoint": ["/agnhost"], "cmd": ["pause"], "exposedPorts": ["8080/tcp", "8081/tcp", "9376/tcp"]'
+
+# The node's own add-ons, as kubeadm v1.17.3 deploys them (cmd/kubeadm/app/phases/addons):
+# kube-proxy v1.17.3, the stock binary at /usr/local/bin as upstream's image has it, on Debian's
+# iptables and conntrack, every iptables command the nf_tables one, as the host's (the kubelet runs
+# the host's iptables in the node's namespace, and both must see the same tables);
+dir=$(rootfs kube-proxy)
+unpack kube-proxy.lock "${dir}"
+for command in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
+  ln -sfn "${command/tables/tables-nft}" "${dir}/usr/sbin/${command}"   # the alternatives dpkg would set
+done
+install -D -m 0755 "${stock_bin}/kube-proxy" "${dir}/usr/local/bin/kube-proxy"
+fixture "k8s.gcr.io/kube-proxy:v1.17.3" "${dir}"
+# CoreDNS 1.6.5 as its Dockerfile has it: /coredns, its entrypoint, and the CA bundle.
+dir=$(rootfs coredns)
+install -m 0755 "${node_bin}/coredns" "${dir}/coredns"
+install -D -m 0644 "${base}/etc/ssl/certs/ca-certificates.crt" "${dir}/etc/ssl/certs/ca-certificates.crt"
+fixture "k8s.gcr.io/coredns:1.6.5" "${dir}" '"entrypoint": ["/coredns"], "exposedPorts": ["53/tcp", "53/udp"]'
 
 (IFS=,; printf '[%s]\n' "${fixtures[*]}") > "${work}/fixtures.json"
 rm -rf "${out}"
