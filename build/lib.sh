@@ -161,6 +161,13 @@ fetch_deb() {
   echo "${file}"
 }
 
+# release_sha256sums DIR: writes DIR/SHA256SUMS, the sha256 of every other file under DIR, by path.
+release_sha256sums() {
+  local sums
+  sums=$(cd "$1" && find . -type f ! -path ./SHA256SUMS | LC_ALL=C sort | sed 's|^\./||' | xargs sha256sum)
+  printf '%s\n' "${sums}" > "$1/SHA256SUMS"
+}
+
 # variant_version VARIANT: the version a variant's binaries report.
 variant_version() {
   case "$1" in

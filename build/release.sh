@@ -64,8 +64,7 @@ sbom="${OUTPUT_DIR}/tools/sbom"
 "${sbom}" -check "${partial}/sbom.spdx.json" "${binaries[@]}" >&2
 "${PATCHMETA}" notes -series "${SERIES_FILE}" -version "${RELEASE_VERSION}" -upstream "${UPSTREAM_VERSION}" \
   -go "${GO_TOOLCHAIN}" -commit "$(tree_git rev-parse "patched^{commit}")" > "${partial}/RELEASE_NOTES.md"
-sums=$(cd "${partial}" && find . -type f | LC_ALL=C sort | sed 's|^\./||' | xargs sha256sum)
-printf '%s\n' "${sums}" > "${partial}/SHA256SUMS"
+release_sha256sums "${partial}"
 
 rm -rf "${release}"
 mv "${partial}" "${release}"

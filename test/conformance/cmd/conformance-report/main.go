@@ -1,0 +1,102 @@
+// Command conformance-report compares the conformance tests' JUnit files of a stock run and of
+// ours, writes docs/conformance.md and, with -summary, the release's conformance.txt, and exits 1
+// when a test that passed with stock did not pass with ours.
+//
+//	conformance-report -stock DIR -ours DIR -page docs/conformance.md -summary RELEASE/conformance.txt \
+//	  -release VERSION -commit SHA -stock-images FILE -our-images FILE -minutes N
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/idc-lts/kube-1.17/test/conformance/report"
+)
+
+func main() {
+	stockDir := flag.String("stock", "", "directory of the stock run's JUnit files")
+	oursDir := flag.String("ours", "", "directory of our run's JUnit files")
+	page := flag.String("page", "docs/conformance.md", "Markdown page to write")
+	summary := flag.String("summary", "", "the release's conformance.txt to write (none if empty)")
+	stockImages := flag.String("stock-images", "", `file of "name digest" lines: the stock images run`)
+	ourImages := flag.String("our-images", "", `file of "name digest" lines: our images run`)
+	var meta report.Meta
+	flag.StringVar(&meta.Date, "date", "", "when the runs were made")
+	flag.StringVar(&meta.Machine, "machine", "", "the machine they ran on")
+	flag.StringVar(&meta.Command, "command", "make conformance", "the command that ran them")
+	flag.StringVar(&meta.Release, "release", "", "the release whose images ours ran")
+	flag.StringVar(&meta.Commit, "commit", "", "the patch series' commit")
+	flag.Float64Var(&meta.Minutes, "minutes", 0, "how long both runs took")
+	flag.Parse()
+	if err := run(*stockDir, *oursDir, *page, *summary, *stockImages, *ourImages, meta); err != nil {
+		fmt.Fprintln(os.Stderr, "conformance-report:", err)
+		os.Exit(1)
+	}
+}
+
+func run(stockDir, oursDir, page, summary, stockImages, ourImages string, meta report.Meta) error {
+	if stockDir == "" || oursDir == "" || meta.Release == "" {
+		return fmt.Errorf("-stock, -ours and -release are required")
+	}
+	stock, err := report.ReadRun(stockDir)
+	if err != nil {
+		return fmt.Errorf("stock run: %v", err)
+	}
+	ours, err := report.ReadRun(oursDir)
+	if err != nil {
+		return fmt.Errorf("our run: %v", err)
+	}
+	if meta.StockImages, err = readImages(stockImages); err != nil {
+		return err
+	}
+	if meta.OurImages, err = readImages(ourImages); err != nil {
+		return err
+	}
+	c := report.Compare(stock, ours)
+	if err := report.WritePage(page, meta, c); err != nil {
+		return err
+	}
+	if summary != "" {
+		if err := report.WriteSummary(summary, meta, c); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("stock: %d passed, %d failed; ours: %d passed, %d failed; passed with stock and not with ours: %d\n",
+		c.Stock.Passed, c.Stock.Failed, c.Ours.Passed, c.Ours.Failed, len(c.Violations))
+	if len(c.Violations) > 0 {
+		var names []string
+		for _, v := range c.Violations {
+			names = append(names, v.Name)
+		}
+		return fmt.Errorf("%d test(s) passed with stock and not with ours:\n  %s", len(names), strings.Join(names, "\n  "))
+	}
+	return nil
+}
+
+// readImages reads "name digest" lines; an empty path is no images.
+func readImages(path string) ([]report.Image, error) {
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var images []report.Image
+	lines := bufio.NewScanner(f)
+	for n := 1; lines.Scan(); n++ {
+		fields := strings.Fields(lines.Text())
+		if len(fields) == 0 {
+			continue
+		}
+		if len(fields) != 2 || !strings.HasPrefix(fields[1], "sha256:") {
+			return nil, fmt.Errorf("%s:%d: want \"name sha256:...\", got %q", path, n, lines.Text())
+		}
+		images = append(images, report.Image{Name: fields[0], Digest: fields[1]})
+	}
+	return images, lines.Err()
+}

@@ -1,0 +1,103 @@
+// Package report compares two runs of the conformance tests, stock's and ours, from the JUnit
+// files upstream's e2e.test writes, and renders the comparison: a page for docs/conformance.md and
+// a summary for the release (conformance.txt).
+package report
+
+import (
+	"encoding/xml"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Result is what one run made of one test.
+type Result string
+
+const (
+	Passed  Result = "passed"
+	Failed  Result = "failed"
+	Skipped Result = "skipped"
+	// NotRun is a test the other run has and this one does not.
+	NotRun Result = "not run"
+)
+
+// Case is one test of one run.
+type Case struct {
+	Name    string
+	Result  Result
+	Seconds float64
+	// Message is the first line of a failure.
+	Message string
+}
+
+type junitSuite struct {
+	Cases []struct {
+		Name    string    `xml:"name,attr"`
+		Time    float64   `xml:"time,attr"`
+		Skipped *struct{} `xml:"skipped"`
+		Failure *struct {
+			Message string `xml:"message,attr"`
+			Text    string `xml:",chardata"`
+		} `xml:"failure"`
+	} `xml:"testcase"`
+}
+
+// ReadRun reads every junit_*.xml under dir (one per ginkgo node, and per invocation: a run
+// splits into parallel, serial and disruptive phases) into one case per test. A parallel node
+// lists the tests the other nodes ran as skipped: a test counts as run when any file ran it, and
+// a test run twice (a phase's re-run) keeps its last result, by file name.
+func ReadRun(dir string) (map[string]Case, error) {
+	var paths []string
+	err := filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() && filepath.Ext(path) == ".xml" {
+			paths = append(paths, path)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("no JUnit files (*.xml) under %s", dir)
+	}
+	sort.Strings(paths)
+	cases := map[string]Case{}
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		var suite junitSuite
+		if err := xml.Unmarshal(data, &suite); err != nil {
+			return nil, fmt.Errorf("%s: %v", path, err)
+		}
+		for _, tc := range suite.Cases {
+			c := Case{Name: tc.Name, Result: Passed, Seconds: tc.Time}
+			switch {
+			case tc.Failure != nil:
+				c.Result, c.Message = Failed, firstLine(tc.Failure.Message, tc.Failure.Text)
+			case tc.Skipped != nil:
+				c.Result = Skipped
+			}
+			if old, seen := cases[c.Name]; seen && c.Result == Skipped && old.Result != Skipped {
+				continue
+			}
+			cases[c.Name] = c
+		}
+	}
+	return cases, nil
+}
+
+// firstLine is the first non-empty line of the texts, in order.
+func firstLine(texts ...string) string {
+	for _, text := range texts {
+		for _, line := range strings.Split(text, "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				return line
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,151 @@
+package report
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// junit writes a JUnit file as ginkgo v1's reporter writes one per node.
+func junit(t *testing.T, dir, name string, cases ...string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	text := `<?xml version="1.0" encoding="UTF-8"?>
+  <testsuite name="Kubernetes e2e suite" tests="280" failures="0" errors="0" time="0.014">
+` + strings.Join(cases, "\n") + `
+  </testsuite>`
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const (
+	podsTest   = "[k8s.io] Pods should get a host IP [NodeConformance] [Conformance]"
+	dnsTest    = "[sig-network] DNS should provide DNS for services  [Conformance]"
+	serialTest = "[sig-scheduling] SchedulerPredicates [Serial] validates resource limits of pods that are allowed to run  [Conformance]"
+	storage    = "[sig-storage] In-tree Volumes [Driver: nfs] [Testpattern: Inline-volume (default fs)] subPath should support existing directory"
+)
+
+func passed(name, seconds string) string {
+	return `      <testcase name="` + name + `" classname="Kubernetes e2e suite" time="` + seconds + `"></testcase>`
+}
+
+func skipped(name string) string {
+	return `      <testcase name="` + name + `" classname="Kubernetes e2e suite" time="0">
+          <skipped></skipped>
+      </testcase>`
+}
+
+func failed(name, message string) string {
+	return `      <testcase name="` + name + `" classname="Kubernetes e2e suite" time="61.2">
+          <failure type="Failure">` + message + `</failure>
+          <system-out>log</system-out>
+      </testcase>`
+}
+
+// runs writes a stock run of three phases over two parallel nodes, and ours, in which the DNS
+// test fails.
+func runs(t *testing.T) (stock, ours string) {
+	dir := t.TempDir()
+	stock, ours = filepath.Join(dir, "stock"), filepath.Join(dir, "ours")
+	for _, run := range []string{stock, ours} {
+		dns := passed(dnsTest, "30.5")
+		if run == ours {
+			dns = failed(dnsTest, "\n/workspace/test/e2e/network/dns_common.go:510\nUnexpected error:\n    timed out waiting for the condition")
+		}
+		// Each parallel node lists what the other ran as skipped.
+		junit(t, run, "junit_parallel-01.xml", passed(podsTest, "4.25"), skipped(dnsTest), skipped(serialTest), skipped(storage))
+		junit(t, run, "junit_parallel-02.xml", skipped(podsTest), dns, skipped(serialTest), skipped(storage))
+		junit(t, run, "junit_serial-01.xml", skipped(podsTest), skipped(dnsTest), passed(serialTest, "300.1"), skipped(storage),
+			skipped(Exclusions[0].Test))
+	}
+	return stock, ours
+}
+
+func TestReadRunMergesNodesAndPhases(t *testing.T) {
+	stock, _ := runs(t)
+	cases, err := ReadRun(stock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]Result{podsTest: Passed, dnsTest: Passed, serialTest: Passed, storage: Skipped} {
+		if got := cases[name].Result; got != want {
+			t.Errorf("%s: %s, want %s", name, got, want)
+		}
+	}
+	if got := cases[serialTest].Seconds; got != 300.1 {
+		t.Errorf("%s took %v s, want 300.1", serialTest, got)
+	}
+	if _, err := ReadRun(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no JUnit files") {
+		t.Errorf("a directory without JUnit files: %v, want an error naming it", err)
+	}
+}
+
+func TestCompareFindsWhatPassedWithStockOnly(t *testing.T) {
+	stockDir, oursDir := runs(t)
+	stock, err := ReadRun(stockDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, err := ReadRun(oursDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Compare(stock, ours)
+	if len(c.Rows) != 4 {
+		t.Errorf("%d conformance tests, want 4 (the storage test is not one)", len(c.Rows))
+	}
+	if len(c.Violations) != 1 || c.Violations[0].Name != dnsTest {
+		t.Fatalf("violations %v, want the DNS test alone", c.Violations)
+	}
+	if got := c.Violations[0].Ours.Message; got != "/workspace/test/e2e/network/dns_common.go:510" {
+		t.Errorf("the failure's message is %q, want its first line", got)
+	}
+	if c.Stock.Passed != 3 || c.Stock.Skipped != 1 || c.Ours.Passed != 2 || c.Ours.Failed != 1 {
+		t.Errorf("totals stock %+v ours %+v, want 3 passed 1 skipped, and 2 passed 1 failed 1 skipped", c.Stock, c.Ours)
+	}
+	if len(c.NotPassedWithStock) != 0 {
+		t.Errorf("the excluded test counts as not passed with stock: %v", c.NotPassedWithStock)
+	}
+
+	dir := t.TempDir()
+	meta := Meta{Date: "2026-11-26", Machine: "2 cores", Command: "make conformance", Release: "v1.17.3-idc.1", Commit: "abc123", Minutes: 104,
+		StockImages: []Image{{"kube-controller-manager", "sha256:aaa"}}, OurImages: []Image{{"kube-controller-manager", "sha256:bbb"}}}
+	page, summary := filepath.Join(dir, "conformance.md"), filepath.Join(dir, "conformance.txt")
+	if err := WritePage(page, meta, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteSummary(summary, meta, c); err != nil {
+		t.Fatal(err)
+	}
+	for path, wants := range map[string][]string{
+		page: {
+			"**Passed with stock, not with ours: 1.**",
+			"- " + dnsTest + ": ours failed: /workspace/test/e2e/network/dns_common.go:510",
+			"| stock | 3 | 0 | 1 | 0 | 6 min |",
+			"| " + Exclusions[0].Test + " | " + Exclusions[0].Reason + " |",
+			"| " + podsTest + " | passed | 4.2 s | passed | 4.2 s |",
+			"kube-controller-manager `sha256:bbb`",
+			"104 minutes for both runs",
+		},
+		summary: {
+			"Conformance of v1.17.3-idc.1 (series commit abc123)",
+			"  kube-controller-manager sha256:bbb",
+			"passed with stock and not with ours: 1\n  " + dnsTest,
+			"passed\tfailed\t" + dnsTest,
+		},
+	} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range wants {
+			if !strings.Contains(string(data), want) {
+				t.Errorf("%s lacks %q:\n%s", filepath.Base(path), want, data)
+			}
+		}
+	}
+}
