@@ -121,3 +121,6 @@ while IFS= read -r name; do
 done < <(sed -E -e 's/^[^:]+: "(.*)"$/\1/' -e 's/\\\\\\"/"/g' "${worktree}/test/conformance/testdata/conformance.txt" | untagged)
 [ ${#missing[@]} -eq 0 ] || die "$(printf 'e2e.test lacks conformance tests:\n%s' "$(printf '  %s\n' "${missing[@]}")")"
 log "e2e.test holds the ${got} conformance tests of v1.17.3"
+
+log "checking that the run's phases cover every conformance test but the excluded ones, once"
+(cd "${REPO_ROOT}" && go test -count=1 -run '^TestPhasesCoverEveryConformanceTestOnce$' -v ./test/conformance/ | grep -E '^\s+phases_test|^(ok|FAIL|---)')
