@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/idc-lts/kube-1.17/test/harness"
+	"github.com/idc-lts/kube-1.17/test/kubeadmnode"
 	"github.com/idc-lts/kube-1.17/test/tier"
 )
 
@@ -34,8 +34,8 @@ func TestKubeadmMaster(t *testing.T) {
 	// What it needs first, then the machine's lock; only then may it clean up after a dead run.
 	fixtures := filepath.Join(harness.OutputDir(t), "images", "e2e")
 	images := []string{"pause", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
-	prerequisites(t, fixtures, images)
-	lockMachine(t)
+	kubeadmnode.Prerequisites(t, fixtures, images)
+	kubeadmnode.LockMachine(t)
 	// The operator's path: the release is cut for their registry, published and signed there, and
 	// the kubelet pulls it by digest (the README's make release, make publish, cpswap apply).
 	registry := harness.StartRegistry(t)
@@ -55,34 +55,35 @@ func TestKubeadmMaster(t *testing.T) {
 		}
 		releaseImages[c] = fmt.Sprintf("%s/idc-lts/%s:%s@%s", registry.Host, c, filepath.Base(release), strings.TrimSpace(string(digest)))
 	}
-	m := newMaster(t)
-	m.cleanLeftovers(t)
-	s := &steps{t: t, logDir: m.logDir}
+	m := kubeadmnode.New(t, kubeadmnode.Config{Name: "idc-lts-e2e-master", Marker: "idc-lts-e2e",
+		Dir: filepath.Join(harness.OutputDir(t), "e2e"), RunDir: "/run/idc-lts-e2e", Cgroup: "idc-lts-e2e", Runtime: "idc-lts-e2e-runc"})
+	m.CleanLeftovers(t)
+	s := &steps{t: t, logDir: m.LogDir}
 	defer s.report()
 	t.Cleanup(func() {
-		bridgeBefore := exists("/sys/class/net/docker0")
-		m.teardown(t)
-		if bridgeBefore && !exists("/sys/class/net/docker0") {
+		bridgeBefore := kubeadmnode.Exists("/sys/class/net/docker0")
+		m.Teardown(t)
+		if bridgeBefore && !kubeadmnode.Exists("/sys/class/net/docker0") {
 			t.Errorf("teardown: the host's docker0 is gone")
 		}
 	})
 
 	s.run("setup: kubeadm phases, private dockerd, images, kubelet", 5*time.Minute, func(ctx context.Context) error {
-		m.kubeadmInit(t)
-		m.recordHostState(t)
-		m.startDockerd(t)
+		m.KubeadmInit(t)
+		m.RecordHostState(t)
+		m.StartDockerd(t)
 		var archives []string
 		for _, name := range images {
-			archives = append(archives, archive(fixtures, name))
+			archives = append(archives, kubeadmnode.Archive(fixtures, name))
 		}
-		m.loadImages(t, archives...)
-		m.trustRegistry(t, registry)
-		m.startKubelet(t)
+		m.LoadImages(t, archives...)
+		m.TrustRegistry(t, registry)
+		m.StartKubelet(t)
 		return nil
 	})
 	s.logImageSizes(m)
 
-	config, err := clientcmd.BuildConfigFromFlags("", m.path("etc/kubernetes/admin.conf"))
+	config, err := clientcmd.BuildConfigFromFlags("", m.Path("etc/kubernetes/admin.conf"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,8 +101,8 @@ func TestKubeadmMaster(t *testing.T) {
 			if c != "etcd" {
 				image = stockImage(c)
 			}
-			if err := waitMirrorPod(ctx, client, c, image); err != nil {
-				return fmt.Errorf("%v\n%s", err, m.kubelet.Tail(10))
+			if err := waitMirrorPod(ctx, client, m.Name, c, image); err != nil {
+				return fmt.Errorf("%v\n%s", err, m.Kubelet.Tail(10))
 			}
 		}
 		return waitLeaders(ctx, client, onThisHost)
@@ -112,8 +113,8 @@ func TestKubeadmMaster(t *testing.T) {
 	})
 
 	cpswap := harness.Binary(t, "e2e", "cpswap")
-	manifest := func(c string) string { return m.path("etc/kubernetes/manifests/" + c + ".yaml") }
-	backupDir := m.path("var/lib/cpswap/backups")
+	manifest := func(c string) string { return m.Path("etc/kubernetes/manifests/" + c + ".yaml") }
+	backupDir := m.Path("var/lib/cpswap/backups")
 	if err := os.MkdirAll(backupDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -125,9 +126,9 @@ func TestKubeadmMaster(t *testing.T) {
 	}
 	// docs/operations.md's command, with the master's paths under the test's root.
 	apply := func(ctx context.Context, c, image, timeout string, extra ...string) (int, string) {
-		return runLogged(ctx, m.logDir, "cpswap-apply-"+c, cpswap, append([]string{"apply", "--manifest", manifest(c), "--image", image,
-			"--profile", "leases", "--backup-dir", backupDir, "--kubeconfig", m.path("etc/kubernetes/admin.conf"), "--timeout", timeout,
-			"--node-name", nodeName}, extra...)...)
+		return runLogged(ctx, m.LogDir, "cpswap-apply-"+c, cpswap, append([]string{"apply", "--manifest", manifest(c), "--image", image,
+			"--profile", "leases", "--backup-dir", backupDir, "--kubeconfig", m.Path("etc/kubernetes/admin.conf"), "--timeout", timeout,
+			"--node-name", m.Name}, extra...)...)
 	}
 
 	s.run("apply with a digest the registry does not have: cpswap rolls back by itself, stock runs and leads again", 4*time.Minute, func(ctx context.Context) error {
@@ -141,7 +142,7 @@ func TestKubeadmMaster(t *testing.T) {
 		if have, _ := os.ReadFile(manifest(c)); !bytes.Equal(have, original[c]) {
 			return fmt.Errorf("%s is not byte for byte what it was after the rollback", manifest(c))
 		}
-		if err := waitMirrorPod(ctx, client, c, stockImage(c)); err != nil {
+		if err := waitMirrorPod(ctx, client, m.Name, c, stockImage(c)); err != nil {
 			return err
 		}
 		_, err := waitRenewedBy(ctx, client, endpointsLock, c, onThisHost)
@@ -158,7 +159,7 @@ func TestKubeadmMaster(t *testing.T) {
 			}
 			// docs/operations.md, upgrade step 2: the plan first, then the apply.
 			verify := []string{"--verify-key", verifyKey, "--registry-ca-file", registry.CAFile}
-			if code, out := runLogged(ctx, m.logDir, "cpswap-plan-"+c, cpswap, append([]string{"plan", "--manifest", manifest(c), "--image", image, "--profile", "leases"}, verify...)...); code != 0 {
+			if code, out := runLogged(ctx, m.LogDir, "cpswap-plan-"+c, cpswap, append([]string{"plan", "--manifest", manifest(c), "--image", image, "--profile", "leases"}, verify...)...); code != 0 {
 				return fmt.Errorf("cpswap plan: exit code %d, want 0:\n%s", code, out)
 			}
 			code, out := apply(ctx, c, image, "3m", verify...)
@@ -168,10 +169,10 @@ func TestKubeadmMaster(t *testing.T) {
 			if !strings.Contains(out, "the kubelet runs "+strings.SplitN(image, "@", 2)[1]) {
 				return fmt.Errorf("cpswap did not check the digest the kubelet runs:\n%s", out)
 			}
-			if err := waitMirrorPod(ctx, client, c, image); err != nil {
+			if err := waitMirrorPod(ctx, client, m.Name, c, image); err != nil {
 				return err
 			}
-			if err := m.runsImage(ctx, client, c, image); err != nil {
+			if err := runsImage(ctx, client, m, c, image); err != nil {
 				return err
 			}
 			if _, err := waitRenewedBy(ctx, client, leaseLock, c, func(h string) bool { return onThisHost(h) && h != before.Holder }); err != nil {
@@ -207,7 +208,7 @@ func TestKubeadmMaster(t *testing.T) {
 			gap := h.acquired.Sub(h.lastRenewal)
 			t.Logf("HANDOVER %s: old holder's last renewal %s, released %t, new holder's acquisition %s: %.1f s without a leader",
 				c, h.lastRenewal.Format(time.StampMilli), h.released, h.acquired.Format(time.StampMilli), gap.Seconds())
-			_ = os.WriteFile(filepath.Join(m.logDir, "handover-"+c+".txt"), []byte(fmt.Sprintf("%s\t%.1f s\treleased %t\n", c, gap.Seconds(), h.released)), 0o644)
+			_ = os.WriteFile(filepath.Join(m.LogDir, "handover-"+c+".txt"), []byte(fmt.Sprintf("%s\t%.1f s\treleased %t\n", c, gap.Seconds(), h.released)), 0o644)
 			if !h.released || gap >= 15*time.Second {
 				return fmt.Errorf("the old %s did not hand its Lease over (released %t): the new instance led %.1f s after the old one's last renewal, as after an expired lease",
 					c, h.released, gap.Seconds())
@@ -219,7 +220,7 @@ func TestKubeadmMaster(t *testing.T) {
 	s.run("cpswap rollback --to original: the stock image and lock are back, stock leads again", 5*time.Minute, func(ctx context.Context) error {
 		for _, c := range components {
 			// Two applies back (the release image, then its flag): --to original.
-			if code, out := runLogged(ctx, m.logDir, "cpswap-rollback-"+c, cpswap, "rollback", "--manifest", manifest(c), "--backup-dir", backupDir, "--to", "original"); code != 0 {
+			if code, out := runLogged(ctx, m.LogDir, "cpswap-rollback-"+c, cpswap, "rollback", "--manifest", manifest(c), "--backup-dir", backupDir, "--to", "original"); code != 0 {
 				return fmt.Errorf("cpswap rollback %s: exit code %d, want 0:\n%s", c, code, out)
 			}
 			if have, _ := os.ReadFile(manifest(c)); !bytes.Equal(have, original[c]) {
@@ -227,7 +228,7 @@ func TestKubeadmMaster(t *testing.T) {
 			}
 		}
 		for _, c := range components {
-			if err := waitMirrorPod(ctx, client, c, stockImage(c)); err != nil {
+			if err := waitMirrorPod(ctx, client, m.Name, c, stockImage(c)); err != nil {
 				return err
 			}
 		}
@@ -252,9 +253,9 @@ func waitLeaders(ctx context.Context, client kubernetes.Interface, onThisHost fu
 
 // waitMirrorPod waits until the static pod of component runs image and is ready, as the
 // kubelet reports it through the mirror pod.
-func waitMirrorPod(ctx context.Context, client kubernetes.Interface, component, image string) error {
-	name := component + "-" + nodeName
-	return waitFor(ctx, time.Second, func() (bool, error) {
+func waitMirrorPod(ctx context.Context, client kubernetes.Interface, node, component, image string) error {
+	name := component + "-" + node
+	return kubeadmnode.WaitFor(ctx, time.Second, func() (bool, error) {
 		pod, err := client.CoreV1().Pods("kube-system").Get(name, metav1.GetOptions{})
 		if err != nil {
 			return false, fmt.Errorf("mirror pod %s: %v", name, err)
@@ -304,9 +305,9 @@ func containerStates(pod *corev1.Pod) string {
 
 // runsImage checks that the container the kubelet runs for component is the image pulled by that
 // digest (the image ID the kubelet reports is docker-pullable://REPOSITORY@DIGEST).
-func (m *master) runsImage(ctx context.Context, client kubernetes.Interface, component, image string) error {
+func runsImage(ctx context.Context, client kubernetes.Interface, m *kubeadmnode.Node, component, image string) error {
 	want := "@" + strings.SplitN(image, "@", 2)[1]
-	pod, err := client.CoreV1().Pods("kube-system").Get(component+"-"+nodeName, metav1.GetOptions{})
+	pod, err := client.CoreV1().Pods("kube-system").Get(component+"-"+m.Name, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
@@ -345,14 +346,14 @@ func createHeadlessService(ctx context.Context, client kubernetes.Interface, n i
 		}
 		// The ServiceAccount admission plugin refuses pods until the controller manager has
 		// created the namespace's default ServiceAccount.
-		if err := waitFor(ctx, time.Second, func() (bool, error) {
+		if err := kubeadmnode.WaitFor(ctx, time.Second, func() (bool, error) {
 			_, err := client.CoreV1().Pods(ns).Create(pod)
 			return err == nil || apierrors.IsAlreadyExists(err), err
 		}); err != nil {
 			return err
 		}
 	}
-	return waitFor(ctx, time.Second, func() (bool, error) {
+	return kubeadmnode.WaitFor(ctx, time.Second, func() (bool, error) {
 		ep, err := client.CoreV1().Endpoints(ns).Get("web", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -417,35 +418,12 @@ func (s *steps) report() {
 }
 
 // logImageSizes records the images the master holds, with their sizes.
-func (s *steps) logImageSizes(m *master) {
-	out, err := m.docker("image", "ls", "--format", "{{.Repository}}:{{.Tag}}\t{{.Size}}")
+func (s *steps) logImageSizes(m *kubeadmnode.Node) {
+	out, err := m.Docker("image", "ls", "--format", "{{.Repository}}:{{.Tag}}\t{{.Size}}")
 	if err != nil {
 		s.t.Logf("image sizes: %v", err)
 		return
 	}
 	s.t.Logf("images on the master:\n%s", out)
 	_ = os.WriteFile(filepath.Join(s.logDir, "image-sizes.txt"), []byte(out), 0o644)
-}
-
-// TestMachineLockKeepsRunsApart: while one run holds the machine's e2e lock, another is told who
-// holds it and gets nothing (so it neither cleans up nor starts anything); once released, the
-// next run takes it.
-func TestMachineLockKeepsRunsApart(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "e2e.lock")
-	release, held, err := tryLock(path, "pid 1, checkout /a")
-	if err != nil || held != "" {
-		t.Fatalf("first run: %v, held by %q", err, held)
-	}
-	if r2, held, err := tryLock(path, "pid 2, checkout /b"); err != nil || held != "pid 1, checkout /a" || r2 != nil {
-		t.Errorf("second run while the first holds it: err %v, told %q", err, held)
-	}
-	release()
-	r3, held, err := tryLock(path, "pid 3, checkout /c")
-	if err != nil || held != "" {
-		t.Fatalf("after the release: %v, held by %q", err, held)
-	}
-	r3()
-	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the released lock file stays: %v", err)
-	}
 }

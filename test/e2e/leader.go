@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/idc-lts/kube-1.17/test/kubeadmnode"
 )
 
 // lockRecord is one leader-election lock object as last written: its holder, when, and the
@@ -69,7 +71,7 @@ type lockReader func(context.Context, kubernetes.Interface, string) (lockRecord,
 func waitRenewedBy(ctx context.Context, client kubernetes.Interface, read lockReader, name string, want func(holder string) bool) (lockRecord, error) {
 	var first lockRecord
 	var result lockRecord
-	err := waitFor(ctx, time.Second, func() (bool, error) {
+	err := kubeadmnode.WaitFor(ctx, time.Second, func() (bool, error) {
 		r, err := read(ctx, client, name)
 		if err != nil {
 			return false, err

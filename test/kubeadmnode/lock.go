@@ -1,4 +1,4 @@
-package e2e
+package kubeadmnode
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 	"github.com/idc-lts/kube-1.17/test/tier"
 )
 
-// machineLock is held for a whole run: the run's kubelet, dockerd, cgroups and runDir are
+// machineLock is held for a whole run: the run's kubelet, dockerd, cgroups and run directory are
 // machine-wide, so two checkouts' runs must never overlap, and only a run that holds the lock may
 // clean up what an earlier (dead) one left.
 const machineLock = "/run/idc-lts-e2e.lock"
@@ -51,7 +51,7 @@ func tryLock(path, holder string) (release func(), held string, err error) {
 
 // lockMachine holds machineLock until the test's cleanups are done (it is registered first, so it
 // is released last), or stops the test, naming the run that holds it.
-func lockMachine(t *testing.T) {
+func LockMachine(t *testing.T) {
 	release, held, err := tryLock(machineLock, fmt.Sprintf("pid %d, checkout %s", os.Getpid(), harness.RepoRoot(t)))
 	switch {
 	case err != nil:
@@ -64,7 +64,7 @@ func lockMachine(t *testing.T) {
 
 // prerequisites stops the test, before it touches anything on the machine, when what it runs is
 // not built: a plain go test ./... in a fresh clone must leave another checkout's run alone.
-func prerequisites(t *testing.T, fixtures string, images []string) {
+func Prerequisites(t *testing.T, fixtures string, images []string) {
 	for _, tool := range []string{"dockerd", "docker"} {
 		harness.Tool(t, tool, "docker.io")
 	}
@@ -72,11 +72,11 @@ func prerequisites(t *testing.T, fixtures string, images []string) {
 		harness.Binary(t, b.variant, b.name)
 	}
 	for _, name := range images {
-		if _, err := os.Stat(archive(fixtures, name)); err != nil {
-			tier.Missing(t, "run 'make test-e2e'", "no test image %s", archive(fixtures, name))
+		if _, err := os.Stat(Archive(fixtures, name)); err != nil {
+			tier.Missing(t, "run 'make test-e2e'", "no test image %s", Archive(fixtures, name))
 		}
 	}
 }
 
 // archive is a test image's docker save archive.
-func archive(fixtures, name string) string { return filepath.Join(fixtures, name+"-amd64.docker.tar") }
+func Archive(fixtures, name string) string { return filepath.Join(fixtures, name+"-amd64.docker.tar") }

@@ -1,13 +1,14 @@
-// Package e2e runs a single-master kubeadm v1.17.3 control plane the way a master runs it: a real
-// kubelet v1.17.3 starts kubeadm's static pods (etcd, kube-apiserver, kube-controller-manager,
-// kube-scheduler) in Docker, from images this pipeline built, and the test drives docs/operations.md's
-// upgrade procedure (cpswap apply, a failed apply, cpswap rollback) through it.
+// Package kubeadmnode runs one kubeadm v1.17.3 node the way a master runs it: kubeadm's own init
+// phases write its PKI, kubeconfigs and static-pod manifests, and a real kubelet v1.17.3 runs them
+// in a private Docker, from images this pipeline built. test/e2e drives docs/operations.md's
+// upgrade procedure through such a node; the conformance run (docs/conformance-plan.md) will run
+// upstream's conformance tests on one.
 //
-// The master's filesystem is _output/e2e/root (etc/kubernetes, var/lib/etcd, var/lib/kubelet,
-// var/lib/docker); the container runtime is a private dockerd whose sockets live in /run/idc-lts-e2e.
-// The machine's own Docker daemon is never touched. Both paths are fixed, so a run killed halfway
-// is cleaned up by the next one.
-package e2e
+// A node's filesystem is Config.Dir/root (etc/kubernetes, var/lib/etcd, var/lib/kubelet,
+// var/lib/docker); its container runtime is a private dockerd whose sockets live in
+// Config.RunDir. The machine's own Docker daemon is never touched. Both paths are fixed per suite,
+// so a run killed halfway is cleaned up by the next one.
+package kubeadmnode
 
 import (
 	"context"
@@ -27,55 +28,67 @@ import (
 	"github.com/idc-lts/kube-1.17/test/harness"
 )
 
-const (
-	// nodeName is the master's Node; every pod log and object of the test carries this prefix.
-	nodeName = "idc-lts-e2e-master"
-	// runDir holds the sockets and the dockerd's exec root: short, because a unix socket path
+// Config is what tells one suite's node from another's.
+type Config struct {
+	// Name is the node's Node; its static pods are named <component>-Name.
+	Name string
+	// Marker is in the name of every pod of the suite and of its certs.d entries, so that a
+	// killed run's pod logs and registry CAs are found and removed.
+	Marker string
+	// Dir holds the node's root filesystem and the suite's bookkeeping (_output/e2e).
+	Dir string
+	// RunDir holds the sockets and the dockerd's exec root: short, because a unix socket path
 	// must fit in 108 bytes.
-	runDir = "/run/idc-lts-e2e"
-	// cgroupName is the kubelet's --cgroup-root: every pod's processes live below it.
-	cgroupName = "idc-lts-e2e"
+	RunDir string
+	// Cgroup is the kubelet's --cgroup-root: every pod's processes live below it.
+	Cgroup string
+	// Runtime names the private dockerd's default OCI runtime (runc-oom-clamp).
+	Runtime string
+}
+
+const (
 	// podLogDir is where kubelet v1.17.3 writes container logs; it has no flag to move it.
 	podLogDir = "/var/log/pods"
 	// containerLogDir holds the kubelet's symlinks to them.
 	containerLogDir = "/var/log/containers"
-	// runtimeName is the private dockerd's default OCI runtime (runc-oom-clamp).
-	runtimeName = "idc-lts-e2e-runc"
 )
 
-// master is one kubeadm master on this machine: its directories, its dockerd and its kubelet.
-type master struct {
-	repo   string
-	dir    string // _output/e2e: root plus the test's bookkeeping
-	root   string // the master's filesystem, what / is on a real master
-	logDir string
-	ip     string // the host's address: kubeadm's advertiseAddress and the node IP
+// Node is one kubeadm node on this machine: its directories, its dockerd and its kubelet.
+type Node struct {
+	Config
+	repo string
+	// Root is the node's filesystem, what / is on a real master.
+	Root   string
+	LogDir string
+	// IP is the host's address: kubeadm's advertiseAddress and the node IP.
+	IP string
 
-	dockerd     *harness.Process
-	kubelet     *harness.Process
+	Dockerd     *harness.Process
+	Kubelet     *harness.Process
 	stopLogs    chan struct{}
 	logsStopped chan struct{}
 }
 
-func newMaster(t *testing.T) *master {
-	repo := harness.RepoRoot(t)
-	dir := filepath.Join(harness.OutputDir(t), "e2e")
-	m := &master{repo: repo, dir: dir, root: filepath.Join(dir, "root"), logDir: harness.LogDir(t)}
+// New describes the node of cfg; nothing is started.
+func New(t *testing.T, cfg Config) *Node {
+	n := &Node{Config: cfg, repo: harness.RepoRoot(t), Root: filepath.Join(cfg.Dir, "root"), LogDir: harness.LogDir(t)}
 	ip, err := hostIP()
 	if err != nil {
 		t.Fatalf("setup: %v", err)
 	}
-	m.ip = ip
-	return m
+	n.IP = ip
+	return n
 }
 
-func (m *master) path(p string) string { return filepath.Join(m.root, p) }
+// Path is p under the node's root.
+func (n *Node) Path(p string) string { return filepath.Join(n.Root, p) }
 
-func (m *master) dockerSocket() string { return "unix://" + filepath.Join(runDir, "docker.sock") }
+// DockerSocket is the private dockerd's socket.
+func (n *Node) DockerSocket() string { return "unix://" + filepath.Join(n.RunDir, "docker.sock") }
 
 // docker runs the docker CLI against the private dockerd.
-func (m *master) docker(args ...string) (string, error) {
-	out, err := exec.Command("docker", append([]string{"-H", m.dockerSocket()}, args...)...).CombinedOutput()
+func (n *Node) Docker(args ...string) (string, error) {
+	out, err := exec.Command("docker", append([]string{"-H", n.DockerSocket()}, args...)...).CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("docker %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
@@ -86,50 +99,50 @@ func (m *master) docker(args ...string) (string, error) {
 // settings on purpose: with --bridge=none a dockerd deletes the host's docker0. The control
 // plane is hostNetwork and needs no container network; --iptables, --ip-masq and --ip-forward
 // off keep the host's firewall and forwarding as they are.
-func (m *master) startDockerd(t *testing.T) {
+func (n *Node) StartDockerd(t *testing.T) {
 	clamp := harness.Binary(t, "e2e", "runc-oom-clamp")
-	config := m.path("etc/docker/daemon.json")
+	config := n.Path("etc/docker/daemon.json")
 	if err := os.MkdirAll(filepath.Dir(config), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(config, []byte("{}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(runDir, 0o700); err != nil {
+	if err := os.MkdirAll(n.RunDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	m.dockerd = harness.StartDaemon(t, m.logDir, "dockerd", "dockerd",
+	n.Dockerd = harness.StartDaemon(t, n.LogDir, "dockerd", "dockerd",
 		"--config-file="+config,
-		"--data-root="+m.path("var/lib/docker"),
-		"--exec-root="+filepath.Join(runDir, "docker"),
-		"--pidfile="+filepath.Join(runDir, "dockerd.pid"),
-		"--host="+m.dockerSocket(),
+		"--data-root="+n.Path("var/lib/docker"),
+		"--exec-root="+filepath.Join(n.RunDir, "docker"),
+		"--pidfile="+filepath.Join(n.RunDir, "dockerd.pid"),
+		"--host="+n.DockerSocket(),
 		"--iptables=false", "--ip-masq=false", "--ip-forward=false",
 		"--storage-driver=vfs",
 		"--exec-opt=native.cgroupdriver=cgroupfs",
-		"--cgroup-parent=/"+cgroupName+"/docker",
-		"--add-runtime="+runtimeName+"="+clamp,
-		"--default-runtime="+runtimeName,
+		"--cgroup-parent=/"+n.Cgroup+"/docker",
+		"--add-runtime="+n.Runtime+"="+clamp,
+		"--default-runtime="+n.Runtime,
 	)
 	err := wait.PollImmediate(500*time.Millisecond, 60*time.Second, func() (bool, error) {
-		if exited, err := m.dockerd.Exited(); exited {
-			return false, fmt.Errorf("dockerd exited: %v\n%s", err, m.dockerd.Tail(20))
+		if exited, err := n.Dockerd.Exited(); exited {
+			return false, fmt.Errorf("dockerd exited: %v\n%s", err, n.Dockerd.Tail(20))
 		}
-		_, err := m.docker("version")
+		_, err := n.Docker("version")
 		return err == nil, nil
 	})
 	if err != nil {
-		t.Fatalf("setup: private dockerd did not answer on %s: %v", m.dockerSocket(), err)
+		t.Fatalf("setup: private dockerd did not answer on %s: %v", n.DockerSocket(), err)
 	}
 }
 
 // loadImages loads docker archives into the private dockerd.
-func (m *master) loadImages(t *testing.T, archives ...string) {
+func (n *Node) LoadImages(t *testing.T, archives ...string) {
 	for _, archive := range archives {
 		if _, err := os.Stat(archive); err != nil {
 			t.Fatalf("setup: image archive %s: %v (run 'make test-e2e', which builds it)", archive, err)
 		}
-		if out, err := m.docker("load", "--quiet", "--input", archive); err != nil {
+		if out, err := n.Docker("load", "--quiet", "--input", archive); err != nil {
 			t.Fatalf("setup: loading %s: %v", archive, err)
 		} else {
 			t.Logf("loaded %s", strings.TrimSpace(out))
@@ -138,26 +151,23 @@ func (m *master) loadImages(t *testing.T, archives ...string) {
 }
 
 // certsDir is where a dockerd run by root reads a registry's CA (certs.d/HOST:PORT/ca.crt),
-// whatever its --config-file says; the test's entries carry certsMarker so that a killed run's
-// are found and removed.
-const (
-	certsDir    = "/etc/docker/certs.d"
-	certsMarker = "idc-lts-e2e"
-)
+// whatever its --config-file says; the test's entries carry the node's Marker so that a killed
+// run's are found and removed.
+const certsDir = "/etc/docker/certs.d"
 
 // trustRegistry lets the master pull from the registry as an operator's master would: its CA in
 // the container runtime's certs.d, its credentials in the kubelet's config.json (the first
 // place kubelet v1.17 looks, --root-dir/config.json), which the kubelet hands to dockershim.
-func (m *master) trustRegistry(t *testing.T, r *harness.Registry) {
+func (n *Node) TrustRegistry(t *testing.T, r *harness.Registry) {
 	ca, err := os.ReadFile(r.CAFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !exists(certsDir) {
+	if !Exists(certsDir) {
 		if err := os.MkdirAll(certsDir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(certsDir, "."+certsMarker+"-created"), nil, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(certsDir, "."+n.Marker+"-created"), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -165,7 +175,7 @@ func (m *master) trustRegistry(t *testing.T, r *harness.Registry) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for name, content := range map[string][]byte{"ca.crt": ca, certsMarker: nil} {
+	for name, content := range map[string][]byte{"ca.crt": ca, n.Marker: nil} {
 		if err := os.WriteFile(filepath.Join(dir, name), content, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -174,25 +184,25 @@ func (m *master) trustRegistry(t *testing.T, r *harness.Registry) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(m.path("var/lib/kubelet"), 0o755); err != nil {
+	if err := os.MkdirAll(n.Path("var/lib/kubelet"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(m.path("var/lib/kubelet/config.json"), config, 0o600); err != nil {
+	if err := os.WriteFile(n.Path("var/lib/kubelet/config.json"), config, 0o600); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // untrustRegistries removes the certs.d entries this test (or a killed run of it) made, and
 // certs.d itself if the test created it and nothing else is in it.
-func untrustRegistries() error {
-	markers, _ := filepath.Glob(filepath.Join(certsDir, "*", certsMarker))
+func (n *Node) untrustRegistries() error {
+	markers, _ := filepath.Glob(filepath.Join(certsDir, "*", n.Marker))
 	for _, marker := range markers {
 		if err := os.RemoveAll(filepath.Dir(marker)); err != nil {
 			return err
 		}
 	}
-	created := filepath.Join(certsDir, "."+certsMarker+"-created")
-	if exists(created) {
+	created := filepath.Join(certsDir, "."+n.Marker+"-created")
+	if Exists(created) {
 		if err := os.Remove(created); err != nil {
 			return err
 		}
@@ -204,34 +214,34 @@ func untrustRegistries() error {
 // startKubelet runs kubelet v1.17.3 as kubeadm's systemd drop-in would (kubeconfig, static pod
 // path), pointed at the private dockerd, and with every path it would write under the master's
 // root. It registers its Node with the apiserver it hosts, so the static pods have mirror pods.
-func (m *master) startKubelet(t *testing.T) {
-	if err := createCgroups(m.cgroups(t)); err != nil {
+func (n *Node) StartKubelet(t *testing.T) {
+	if err := createCgroups(n.cgroups(t)); err != nil {
 		t.Fatalf("setup: cgroup root: %v", err)
 	}
 	for _, dir := range []string{"var/lib/kubelet", "var/lib/dockershim", "usr/libexec/kubernetes/kubelet-plugins/volume/exec"} {
-		if err := os.MkdirAll(m.path(dir), 0o755); err != nil {
+		if err := os.MkdirAll(n.Path(dir), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	m.kubelet = harness.StartDaemon(t, m.logDir, "kubelet", harness.Binary(t, "stock", "kubelet"),
-		"--kubeconfig="+m.path("etc/kubernetes/kubelet.conf"),
-		"--pod-manifest-path="+m.path("etc/kubernetes/manifests"),
-		"--root-dir="+m.path("var/lib/kubelet"),
-		"--cert-dir="+m.path("var/lib/kubelet/pki"),
-		"--hostname-override="+nodeName,
-		"--node-ip="+m.ip,
+	n.Kubelet = harness.StartDaemon(t, n.LogDir, "kubelet", harness.Binary(t, "stock", "kubelet"),
+		"--kubeconfig="+n.Path("etc/kubernetes/kubelet.conf"),
+		"--pod-manifest-path="+n.Path("etc/kubernetes/manifests"),
+		"--root-dir="+n.Path("var/lib/kubelet"),
+		"--cert-dir="+n.Path("var/lib/kubelet/pki"),
+		"--hostname-override="+n.Name,
+		"--node-ip="+n.IP,
 		"--container-runtime=docker",
-		"--docker-endpoint="+m.dockerSocket(),
+		"--docker-endpoint="+n.DockerSocket(),
 		// cAdvisor reads the runtime through its own flag; the default is the host's dockerd.
-		"--docker="+m.dockerSocket(),
+		"--docker="+n.DockerSocket(),
 		// The default, /var/run/dockershim.sock, would replace a host kubelet's socket.
-		"--container-runtime-endpoint=unix://"+filepath.Join(runDir, "dockershim.sock"),
-		"--experimental-dockershim-root-directory="+m.path("var/lib/dockershim"),
+		"--container-runtime-endpoint=unix://"+filepath.Join(n.RunDir, "dockershim.sock"),
+		"--experimental-dockershim-root-directory="+n.Path("var/lib/dockershim"),
 		"--pod-infra-container-image=k8s.gcr.io/pause:3.1",
 		"--cgroup-driver=cgroupfs",
-		"--cgroup-root=/"+cgroupName,
-		"--volume-plugin-dir="+m.path("usr/libexec/kubernetes/kubelet-plugins/volume/exec"),
-		"--seccomp-profile-root="+m.path("var/lib/kubelet/seccomp"),
+		"--cgroup-root=/"+n.Cgroup,
+		"--volume-plugin-dir="+n.Path("usr/libexec/kubernetes/kubelet-plugins/volume/exec"),
+		"--seccomp-profile-root="+n.Path("var/lib/kubelet/seccomp"),
 		// The host's firewall, OOM settings and disk are not the test's to change. The device
 		// manager's directory is /var/lib/kubelet/device-plugins whatever --root-dir says, and it
 		// deletes the files it finds there.
@@ -250,12 +260,12 @@ func (m *master) startKubelet(t *testing.T) {
 		"--read-only-port=0",
 		"--v=2",
 	)
-	m.stopLogs, m.logsStopped = make(chan struct{}), make(chan struct{})
-	go m.keepPodLogs(m.stopLogs, m.logsStopped)
+	n.stopLogs, n.logsStopped = make(chan struct{}), make(chan struct{})
+	go n.keepPodLogs(n.stopLogs, n.logsStopped)
 }
 
-func (m *master) cgroups(t *testing.T) []string {
-	dirs, err := cgroupDirs(cgroupName)
+func (n *Node) cgroups(t *testing.T) []string {
+	dirs, err := cgroupDirs(n.Cgroup)
 	if err != nil {
 		t.Fatalf("cgroups: %v", err)
 	}
@@ -299,23 +309,23 @@ type hostState struct {
 	LogDirExisted    bool              `json:"containerLogDirExisted"`
 }
 
-func (m *master) stateFile() string { return filepath.Join(m.dir, "host-state.json") }
+func (n *Node) stateFile() string { return filepath.Join(n.Dir, "host-state.json") }
 
-func (m *master) recordHostState(t *testing.T) {
-	state := hostState{ProcFiles: readProcFiles(kubeletChangedProcFiles()), PodLogDirExisted: exists(podLogDir), LogDirExisted: exists(containerLogDir)}
+func (n *Node) RecordHostState(t *testing.T) {
+	state := hostState{ProcFiles: readProcFiles(kubeletChangedProcFiles()), PodLogDirExisted: Exists(podLogDir), LogDirExisted: Exists(containerLogDir)}
 	data, err := json.MarshalIndent(state, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(m.dir, 0o755); err != nil {
+	if err := os.MkdirAll(n.Dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(m.stateFile(), data, 0o644); err != nil {
+	if err := os.WriteFile(n.stateFile(), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func exists(path string) bool {
+func Exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
 }
@@ -323,40 +333,40 @@ func exists(path string) bool {
 // teardown stops everything the test (or a killed earlier run) started, in order: the kubelet,
 // the containers, dockerd; then whatever survived, the mounts, the cgroups, the host's kernel
 // parameters and pod logs; then the directories. It keeps the logs and reports what it found.
-func (m *master) teardown(t *testing.T) {
+func (n *Node) Teardown(t *testing.T) {
 	var problems []string
 	note := func(format string, args ...interface{}) { problems = append(problems, fmt.Sprintf(format, args...)) }
 
-	if m.stopLogs != nil {
-		close(m.stopLogs)
-		<-m.logsStopped
-		m.stopLogs = nil
+	if n.stopLogs != nil {
+		close(n.stopLogs)
+		<-n.logsStopped
+		n.stopLogs = nil
 	}
-	if m.kubelet != nil {
-		m.kubelet.Stop()
+	if n.Kubelet != nil {
+		n.Kubelet.Stop()
 	}
-	if m.dockerd != nil {
-		if exited, _ := m.dockerd.Exited(); !exited {
-			m.saveContainerLogs(t)
+	if n.Dockerd != nil {
+		if exited, _ := n.Dockerd.Exited(); !exited {
+			n.saveContainerLogs(t)
 			// The kubelet's pod logs are symlinks into dockerd's data root.
-			m.copyPodLogs()
-			if out, err := m.docker("ps", "--all", "--quiet"); err == nil && strings.TrimSpace(out) != "" {
-				if _, err := m.docker(append([]string{"rm", "--force", "--volumes"}, strings.Fields(out)...)...); err != nil {
+			n.copyPodLogs()
+			if out, err := n.Docker("ps", "--all", "--quiet"); err == nil && strings.TrimSpace(out) != "" {
+				if _, err := n.Docker(append([]string{"rm", "--force", "--volumes"}, strings.Fields(out)...)...); err != nil {
 					note("removing containers: %v", err)
 				}
 			}
 		}
-		m.dockerd.Stop()
+		n.Dockerd.Stop()
 	}
-	cgroups := m.cgroups(t)
-	if n, err := killProcessTrees([]string{m.root, runDir}, cgroups); err != nil {
+	cgroups := n.cgroups(t)
+	if killed, err := killProcessTrees([]string{n.Root, n.RunDir}, cgroups); err != nil {
 		note("killing leftover processes: %v", err)
-	} else if n > 0 && (m.kubelet != nil || m.dockerd != nil) {
-		note("%d processes outlived an orderly stop and were killed", n)
-	} else if n > 0 {
-		t.Logf("killed %d processes left by an earlier run", n)
+	} else if killed > 0 && (n.Kubelet != nil || n.Dockerd != nil) {
+		note("%d processes outlived an orderly stop and were killed", killed)
+	} else if killed > 0 {
+		t.Logf("killed %d processes left by an earlier run", killed)
 	}
-	if points, err := unmountUnder(m.root, runDir); err != nil {
+	if points, err := unmountUnder(n.Root, n.RunDir); err != nil {
 		note("%v", err)
 	} else if len(points) > 0 {
 		t.Logf("unmounted %d mounts: %s", len(points), strings.Join(points, ", "))
@@ -364,19 +374,19 @@ func (m *master) teardown(t *testing.T) {
 	if err := removeCgroups(cgroups); err != nil {
 		note("%v", err)
 	}
-	if err := m.restoreHostState(t.Logf); err != nil {
+	if err := n.restoreHostState(t.Logf); err != nil {
 		note("%v", err)
 	}
-	if err := untrustRegistries(); err != nil {
+	if err := n.untrustRegistries(); err != nil {
 		note("removing the registry's CA from %s: %v", certsDir, err)
 	}
-	for _, dir := range []string{m.root, runDir} {
+	for _, dir := range []string{n.Root, n.RunDir} {
 		if err := os.RemoveAll(dir); err != nil {
 			note("removing %s: %v", dir, err)
 		}
 	}
-	_ = os.Remove(m.dir) // when empty: nothing recorded is left to restore
-	if points, _ := mountPointsUnder(m.root, runDir); len(points) > 0 {
+	_ = os.Remove(n.Dir) // when empty: nothing recorded is left to restore
+	if points, _ := mountPointsUnder(n.Root, n.RunDir); len(points) > 0 {
 		note("mounts left: %v", points)
 	}
 	if len(problems) > 0 {
@@ -386,8 +396,8 @@ func (m *master) teardown(t *testing.T) {
 
 // restoreHostState puts back the /proc files the kubelet changed and removes this test's pod logs (and the log
 // directories if the kubelet created them), then forgets the recorded state.
-func (m *master) restoreHostState(logf func(format string, args ...interface{})) error {
-	data, err := os.ReadFile(m.stateFile())
+func (n *Node) restoreHostState(logf func(format string, args ...interface{})) error {
+	data, err := os.ReadFile(n.stateFile())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -396,7 +406,7 @@ func (m *master) restoreHostState(logf func(format string, args ...interface{}))
 	}
 	var state hostState
 	if err := json.Unmarshal(data, &state); err != nil {
-		return fmt.Errorf("%s: %v", m.stateFile(), err)
+		return fmt.Errorf("%s: %v", n.stateFile(), err)
 	}
 	var errs []error
 	if changed, err := restoreProcFiles(state.ProcFiles); err != nil {
@@ -407,7 +417,7 @@ func (m *master) restoreHostState(logf func(format string, args ...interface{}))
 	for _, dir := range []string{podLogDir, containerLogDir} {
 		entries, _ := os.ReadDir(dir)
 		for _, e := range entries {
-			if strings.Contains(e.Name(), "idc-lts-e2e") {
+			if strings.Contains(e.Name(), n.Marker) {
 				if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
 					errs = append(errs, err)
 				}
@@ -422,29 +432,29 @@ func (m *master) restoreHostState(logf func(format string, args ...interface{}))
 		}
 	}
 	if len(errs) == 0 {
-		errs = append(errs, os.Remove(m.stateFile()))
+		errs = append(errs, os.Remove(n.stateFile()))
 	}
 	return errors.Join(errs...)
 }
 
 // saveContainerLogs lists the private dockerd's containers and images into the log directory.
-func (m *master) saveContainerLogs(t *testing.T) {
+func (n *Node) saveContainerLogs(t *testing.T) {
 	for name, args := range map[string][]string{
 		"docker-ps.txt":     {"ps", "--all", "--no-trunc"},
 		"docker-images.txt": {"image", "ls", "--no-trunc"},
 	} {
-		out, err := m.docker(args...)
+		out, err := n.Docker(args...)
 		if err != nil {
 			out = err.Error()
 		}
-		_ = os.WriteFile(filepath.Join(m.logDir, name), []byte(out), 0o644)
+		_ = os.WriteFile(filepath.Join(n.LogDir, name), []byte(out), 0o644)
 	}
 }
 
 // keepPodLogs copies the pod logs every few seconds until stop is closed, then closes stopped:
 // the kubelet removes a replaced static pod's logs with the pod, and the test keeps every
 // container's.
-func (m *master) keepPodLogs(stop <-chan struct{}, stopped chan<- struct{}) {
+func (n *Node) keepPodLogs(stop <-chan struct{}, stopped chan<- struct{}) {
 	defer close(stopped)
 	ticker := time.NewTicker(3 * time.Second)
 	defer ticker.Stop()
@@ -453,16 +463,16 @@ func (m *master) keepPodLogs(stop <-chan struct{}, stopped chan<- struct{}) {
 		case <-stop:
 			return
 		case <-ticker.C:
-			m.copyPodLogs()
+			n.copyPodLogs()
 		}
 	}
 }
 
 // copyPodLogs keeps the kubelet's container logs of this test's pods, every restart included.
-func (m *master) copyPodLogs() {
+func (n *Node) copyPodLogs() {
 	entries, _ := os.ReadDir(podLogDir)
 	for _, e := range entries {
-		if !strings.Contains(e.Name(), "idc-lts-e2e") {
+		if !strings.Contains(e.Name(), n.Marker) {
 			continue
 		}
 		_ = filepath.Walk(filepath.Join(podLogDir, e.Name()), func(path string, info os.FileInfo, err error) error {
@@ -477,7 +487,7 @@ func (m *master) copyPodLogs() {
 					rel = strings.TrimSuffix(rel, ".log") + "." + id[:12] + ".log"
 				}
 			}
-			dest := filepath.Join(m.logDir, "pods", rel)
+			dest := filepath.Join(n.LogDir, "pods", rel)
 			data, err := os.ReadFile(path)
 			if err == nil && os.MkdirAll(filepath.Dir(dest), 0o755) == nil {
 				_ = os.WriteFile(dest, data, 0o644)
@@ -489,19 +499,19 @@ func (m *master) copyPodLogs() {
 
 // cleanLeftovers removes what a killed earlier run left: its processes, mounts, cgroups, the
 // host's kernel parameters and pod logs as they were before it, its directories.
-func (m *master) cleanLeftovers(t *testing.T) {
-	if !exists(m.dir) && !exists(runDir) {
+func (n *Node) CleanLeftovers(t *testing.T) {
+	if !Exists(n.Dir) && !Exists(n.RunDir) {
 		return
 	}
-	t.Logf("cleaning up after an earlier run in %s and %s", m.dir, runDir)
-	m.teardown(t)
-	if err := os.RemoveAll(m.dir); err != nil {
+	t.Logf("cleaning up after an earlier run in %s and %s", n.Dir, n.RunDir)
+	n.Teardown(t)
+	if err := os.RemoveAll(n.Dir); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // waitFor polls cond every interval until it holds, failing the step with its last error.
-func waitFor(ctx context.Context, interval time.Duration, cond func() (bool, error)) error {
+func WaitFor(ctx context.Context, interval time.Duration, cond func() (bool, error)) error {
 	var last error
 	err := wait.PollImmediateUntil(interval, func() (bool, error) {
 		ok, err := cond()

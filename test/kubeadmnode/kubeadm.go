@@ -1,4 +1,4 @@
-package e2e
+package kubeadmnode
 
 import (
 	"fmt"
@@ -28,7 +28,7 @@ var kubeadmPhases = [][]string{
 // kubeadmInit writes the master's PKI, kubeconfigs and static-pod manifests with kubeadm
 // v1.17.3's own phases, chrooted into the master's root (--rootfs), then moves the manifests'
 // hostPath volumes into that root.
-func (m *master) kubeadmInit(t *testing.T) {
+func (n *Node) KubeadmInit(t *testing.T) {
 	kubeadm := harness.Binary(t, "stock", "kubeadm")
 	config := fmt.Sprintf(`apiVersion: kubeadm.k8s.io/v1beta2
 kind: InitConfiguration
@@ -44,27 +44,27 @@ kind: ClusterConfiguration
 kubernetesVersion: v1.17.3
 networking:
   podSubnet: 10.244.0.0/16
-`, m.ip, nodeName)
-	if err := os.MkdirAll(m.root, 0o755); err != nil {
+`, n.IP, n.Name)
+	if err := os.MkdirAll(n.Root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(m.path("kubeadm.yaml"), []byte(config), 0o644); err != nil {
+	if err := os.WriteFile(n.Path("kubeadm.yaml"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, phase := range kubeadmPhases {
-		args := append(append([]string{"init", "phase"}, phase...), "--config=/kubeadm.yaml", "--rootfs="+m.root)
+		args := append(append([]string{"init", "phase"}, phase...), "--config=/kubeadm.yaml", "--rootfs="+n.Root)
 		out, err := exec.Command(kubeadm, args...).CombinedOutput()
-		_ = os.WriteFile(filepath.Join(m.logDir, "kubeadm-"+strings.Join(phase, "-")+".log"), out, 0o644)
+		_ = os.WriteFile(filepath.Join(n.LogDir, "kubeadm-"+strings.Join(phase, "-")+".log"), out, 0o644)
 		if err != nil {
 			t.Fatalf("setup: kubeadm %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	manifests, err := filepath.Glob(m.path("etc/kubernetes/manifests/*.yaml"))
+	manifests, err := filepath.Glob(n.Path("etc/kubernetes/manifests/*.yaml"))
 	if err != nil || len(manifests) != 4 {
 		t.Fatalf("setup: kubeadm wrote %d manifests (%v), want 4", len(manifests), err)
 	}
 	for _, manifest := range manifests {
-		if err := relocateHostPaths(manifest, m.root); err != nil {
+		if err := relocateHostPaths(manifest, n.Root); err != nil {
 			t.Fatalf("setup: %v", err)
 		}
 	}
