@@ -1,0 +1,72 @@
+package kubeadmnode
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// NetNS is a network namespace of a suite's own, bound to a file so that it outlives the
+// processes in it and a killed run's successor finds it. The node's address sits on a veth whose
+// other end stays down and it has no default route: a packet for anything but an address inside
+// the namespace has nowhere to go, so none can leave the machine (docs/conformance-plan.md).
+type NetNS struct {
+	// Path is the file the namespace is bound to.
+	Path string
+}
+
+// Link is the node's end of the veth that leads nowhere.
+const Link = "node0"
+
+// CreateNetNS creates the namespace at path with the node's address nodeCIDR on Link, loopback
+// up, and routes to each of routes (the Service CIDR: a connection to a ClusterIP needs a route
+// before kube-proxy's rules rewrite it) through Link.
+func CreateNetNS(path, nodeCIDR string, routes ...string) (*NetNS, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDONLY, 0o444)
+	if err != nil {
+		return nil, fmt.Errorf("network namespace file: %v", err)
+	}
+	f.Close()
+	ns := &NetNS{Path: path}
+	if out, err := exec.Command("unshare", "--net="+path, "true").CombinedOutput(); err != nil {
+		os.Remove(path)
+		return nil, fmt.Errorf("unshare --net=%s: %v: %s", path, err, out)
+	}
+	steps := [][]string{
+		{"ip", "link", "set", "lo", "up"},
+		{"ip", "link", "add", Link, "type", "veth", "peer", "name", Link + "-end"},
+		{"ip", "addr", "add", nodeCIDR, "dev", Link},
+		{"ip", "link", "set", Link, "up"},
+	}
+	for _, route := range routes {
+		steps = append(steps, []string{"ip", "route", "add", route, "dev", Link})
+	}
+	for _, step := range steps {
+		if out, err := ns.Command(step[0], step[1:]...).CombinedOutput(); err != nil {
+			removeErr := ns.Remove()
+			return nil, fmt.Errorf("in %s: %s: %v: %s (removing it: %v)", path, strings.Join(step, " "), err, out, removeErr)
+		}
+	}
+	return ns, nil
+}
+
+// Command runs name in the namespace. nsenter with --net alone executes it in place, so it is the
+// process the caller started (its parent-death signal and its pid hold).
+func (ns *NetNS) Command(name string, args ...string) *exec.Cmd {
+	return exec.Command("nsenter", append([]string{"--net=" + ns.Path, "--", name}, args...)...)
+}
+
+// Remove unbinds the namespace and removes its file; the namespace, its links, routes and
+// firewall rules go with its last process.
+func (ns *NetNS) Remove() error {
+	if err := unix.Unmount(ns.Path, unix.MNT_DETACH); err != nil && err != unix.EINVAL && err != unix.ENOENT {
+		return fmt.Errorf("unmounting %s: %v", ns.Path, err)
+	}
+	if err := os.Remove(ns.Path); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return nil
+}

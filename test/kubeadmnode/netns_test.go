@@ -1,0 +1,69 @@
+package kubeadmnode
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/idc-lts/kube-1.17/test/tier"
+)
+
+// TestNetNSHasNoRouteOut: inside the namespace the node's address and the Service CIDR are
+// routed to the link that leads nowhere and nothing else is routed at all; the host's links and
+// routes are as they were, during and after.
+func TestNetNSHasNoRouteOut(t *testing.T) {
+	if os.Geteuid() != 0 {
+		tier.Missing(t, "run it as root", "it creates a network namespace")
+	}
+	hostBefore := hostNetwork(t)
+	ns, err := CreateNetNS(filepath.Join(t.TempDir(), "netns"), "10.240.0.2/24", "10.96.0.0/12")
+	if err != nil {
+		t.Fatal(err)
+	}
+	removed := false
+	defer func() {
+		if !removed {
+			_ = ns.Remove()
+		}
+	}()
+	for dest, want := range map[string]string{
+		"8.8.8.8":    "Network is unreachable",
+		"10.244.0.5": "Network is unreachable",
+		"10.96.0.10": "dev " + Link,
+		"10.240.0.2": "dev lo",
+	} {
+		out, _ := ns.Command("ip", "route", "get", dest).CombinedOutput()
+		if !strings.Contains(string(out), want) {
+			t.Errorf("in the namespace, ip route get %s: %q, want %q", dest, strings.TrimSpace(string(out)), want)
+		}
+	}
+	if got := hostNetwork(t); got != hostBefore {
+		t.Errorf("the host's links or routes changed while the namespace existed:\nbefore %s\nafter %s", hostBefore, got)
+	}
+	if err := ns.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	removed = true
+	if _, err := os.Stat(ns.Path); !os.IsNotExist(err) {
+		t.Errorf("%s is still there after Remove: %v", ns.Path, err)
+	}
+	if mounts, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(mounts), ns.Path) {
+		t.Errorf("%s is still mounted after Remove", ns.Path)
+	}
+}
+
+// hostNetwork is the host's links (without their counters) and routes.
+func hostNetwork(t *testing.T) string {
+	t.Helper()
+	var all []string
+	for _, args := range [][]string{{"-o", "link", "show"}, {"route", "show", "table", "all"}} {
+		out, err := exec.Command("ip", args...).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, string(out))
+	}
+	return strings.Join(all, "\n")
+}
