@@ -1,9 +1,12 @@
 package kubeadmnode
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -69,4 +72,63 @@ func (ns *NetNS) Remove() error {
 		return err
 	}
 	return nil
+}
+
+// Do runs fn on an OS thread moved into the namespace, and moves the thread back. Sockets fn opens
+// stay in the namespace: a client dialled there reaches the node's addresses from this process,
+// which itself stays outside. A thread that cannot be moved back is never used again (it stays
+// locked, and Go ends it with its goroutine).
+func (ns *NetNS) Do(fn func() error) error {
+	errs := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		home, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			runtime.UnlockOSThread()
+			errs <- err
+			return
+		}
+		defer home.Close()
+		target, err := os.Open(ns.Path)
+		if err != nil {
+			runtime.UnlockOSThread()
+			errs <- err
+			return
+		}
+		defer target.Close()
+		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
+			errs <- fmt.Errorf("entering %s: %v", ns.Path, err)
+			return
+		}
+		fnErr := fn()
+		if err := unix.Setns(int(home.Fd()), unix.CLONE_NEWNET); err != nil {
+			errs <- fmt.Errorf("leaving %s: %v (after: %v)", ns.Path, err, fnErr)
+			return
+		}
+		runtime.UnlockOSThread()
+		errs <- fnErr
+	}()
+	return <-errs
+}
+
+// DialContext dials addr from inside the namespace: a rest.Config's Dial for a client of the
+// node's apiserver.
+func (ns *NetNS) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	var conn net.Conn
+	err := ns.Do(func() (err error) {
+		conn, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+		return err
+	})
+	return conn, err
+}
+
+// Listen listens on addr inside the namespace.
+func (ns *NetNS) Listen(network, addr string) (net.Listener, error) {
+	var l net.Listener
+	err := ns.Do(func() (err error) {
+		l, err = net.Listen(network, addr)
+		return err
+	})
+	return l, err
 }

@@ -1,6 +1,8 @@
 package kubeadmnode
 
 import (
+	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,6 +40,31 @@ func TestNetNSHasNoRouteOut(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("in the namespace, ip route get %s: %q, want %q", dest, strings.TrimSpace(string(out)), want)
 		}
+	}
+	// A listener on the node's address, and a client dialled into the namespace reaching it;
+	// the test's own namespace is never asked to route to the node's address.
+	l, err := ns.Listen("tcp", "10.240.0.2:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan error, 1)
+	go func() {
+		conn, err := l.Accept()
+		if err == nil {
+			_, err = conn.Write([]byte("node"))
+			conn.Close()
+		}
+		accepted <- err
+	}()
+	conn, err := ns.DialContext(context.Background(), "tcp", l.Addr().String())
+	if err != nil {
+		t.Fatalf("dialling %s into the namespace: %v", l.Addr(), err)
+	}
+	reply, err := io.ReadAll(conn)
+	conn.Close()
+	if err != nil || string(reply) != "node" || <-accepted != nil {
+		t.Errorf("through the namespace: %q, %v", reply, err)
 	}
 	if got := hostNetwork(t); got != hostBefore {
 		t.Errorf("the host's links or routes changed while the namespace existed:\nbefore %s\nafter %s", hostBefore, got)
