@@ -2,7 +2,9 @@
 # Pins a set of Debian packages and everything they depend on (not what they recommend or suggest)
 # for one architecture, in the format of images/base/packages.lock ("package arch version sha256"),
 # so that a build can unpack exactly those with fetch_deb (build/lib.sh). Run it again to move the
-# pins to what the archive serves now; review the diff.
+# pins to what the archive serves now; review the diff. apt-cache follows every alternative of a
+# dependency and every provider of a virtual package, so the closure holds some packages dpkg would
+# not install (debconf and cdebconf, three awks): more than needed, never less.
 #   hack/lock-debian-closure.sh LOCK ARCH "DESCRIPTION" PACKAGE...
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/../build/lib.sh"

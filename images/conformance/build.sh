@@ -10,6 +10,8 @@
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/../../build/lib.sh"
 
+# ldconfig -r chroots into each image's root, and the pinned .debs unpack with their owners.
+[ "$(id -u)" = 0 ] || die "images/conformance/build.sh runs as root (ldconfig -r chroots into each image's root filesystem)"
 node_bin=$(bin_dir conformance)
 stock_bin=$(bin_dir stock)
 for program in "${node_bin}/agnhost" "${node_bin}/mounttest" "${node_bin}/test-webserver" "${node_bin}/nnp" \

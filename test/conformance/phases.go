@@ -29,10 +29,21 @@ const taintTests = `NoExecuteTaintManager`
 func Phases(parallelNodes int) []Phase {
 	excluded := exclusionPattern()
 	return []Phase{
-		{Name: "parallel", Nodes: parallelNodes, Focus: `\[Conformance\]`, Skip: `\[Serial\]|` + excluded, Timeout: 45 * time.Minute},
-		{Name: "serial", Nodes: 1, Focus: `\[Serial\].*\[Conformance\]`, Skip: taintTests + `|` + excluded, Timeout: 25 * time.Minute},
+		{Name: "parallel", Nodes: parallelNodes, Focus: `\[Conformance\]`, Skip: anyOf(`\[Serial\]`, excluded), Timeout: 45 * time.Minute},
+		{Name: "serial", Nodes: 1, Focus: `\[Serial\].*\[Conformance\]`, Skip: anyOf(taintTests, excluded), Timeout: 25 * time.Minute},
 		{Name: "disruptive", Nodes: 1, Focus: taintTests + `.*\[Conformance\]`, Skip: excluded, Timeout: 10 * time.Minute},
 	}
+}
+
+// anyOf joins the non-empty patterns: an empty alternative would match every test.
+func anyOf(patterns ...string) string {
+	var set []string
+	for _, p := range patterns {
+		if p != "" {
+			set = append(set, p)
+		}
+	}
+	return strings.Join(set, "|")
 }
 
 // exclusionPattern matches the excluded tests' names. Not anchored: ginkgo matches against the

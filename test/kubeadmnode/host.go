@@ -19,7 +19,8 @@ import (
 // This file holds what the test changes on the host outside its own directories, and how it puts
 // each back: processes, mounts, cgroups, kernel parameters, the kubelet's pod logs.
 
-// killProcessTrees kills every process whose command line names one of paths, every process in
+// killProcessTrees kills every process whose command line names something under one of paths
+// (path/..., so that another suite's /run/x-y is not /run/x's), every process in
 // one of the cgroup directories, and all their descendants; it returns how many it killed. A
 // containerd-shim's command line names the private dockerd's exec root, and its children are
 // the containers.
@@ -56,7 +57,7 @@ func killProcessTrees(paths, cgroupDirs []string) (int, error) {
 		}
 		joined := strings.Join(cmdline, " ")
 		for _, path := range paths {
-			if strings.Contains(joined, path) {
+			if strings.Contains(joined, path+"/") {
 				targets[p.PID] = true
 			}
 		}

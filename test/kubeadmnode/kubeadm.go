@@ -25,7 +25,7 @@ var kubeadmPhases = [][]string{
 	{"control-plane", "all"},
 }
 
-// kubeadmInit writes the master's PKI, kubeconfigs and static-pod manifests with kubeadm
+// KubeadmInit writes the master's PKI, kubeconfigs and static-pod manifests with kubeadm
 // v1.17.3's own phases, chrooted into the master's root (--rootfs), then moves the manifests'
 // hostPath volumes into that root.
 func (n *Node) KubeadmInit(t *testing.T) {

@@ -49,7 +49,7 @@ func tryLock(path, holder string) (release func(), held string, err error) {
 	}
 }
 
-// lockMachine holds machineLock until the test's cleanups are done (it is registered first, so it
+// LockMachine holds machineLock until the test's cleanups are done (it is registered first, so it
 // is released last), or stops the test, naming the run that holds it.
 func LockMachine(t *testing.T) {
 	release, held, err := tryLock(machineLock, fmt.Sprintf("pid %d, checkout %s", os.Getpid(), harness.RepoRoot(t)))
@@ -62,7 +62,7 @@ func LockMachine(t *testing.T) {
 	t.Cleanup(release)
 }
 
-// prerequisites stops the test, before it touches anything on the machine, when what it runs is
+// Prerequisites stops the test, before it touches anything on the machine, when what it runs is
 // not built: a plain go test ./... in a fresh clone must leave another checkout's run alone.
 func Prerequisites(t *testing.T, fixtures string, images []string) {
 	for _, tool := range []string{"dockerd", "docker"} {
@@ -78,5 +78,5 @@ func Prerequisites(t *testing.T, fixtures string, images []string) {
 	}
 }
 
-// archive is a test image's docker save archive.
+// Archive is a test image's docker save archive.
 func Archive(fixtures, name string) string { return filepath.Join(fixtures, name+"-amd64.docker.tar") }

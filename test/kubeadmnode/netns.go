@@ -76,15 +76,25 @@ func (ns *NetNS) Remove() error {
 
 // Do runs fn on an OS thread moved into the namespace, and moves the thread back. Sockets fn opens
 // stay in the namespace: a client dialled there reaches the node's addresses from this process,
-// which itself stays outside. A thread that cannot be moved back is never used again (it stays
-// locked, and Go ends it with its goroutine).
+// which itself stays outside. fn runs on a goroutine of its own and must not call t.Fatal; a thread
+// that cannot be moved back, or whose fn did not return, is never used again (it stays locked,
+// and Go ends it with its goroutine).
 func (ns *NetNS) Do(fn func() error) error {
 	errs := make(chan error, 1)
 	go func() {
+		returned := false
+		defer func() {
+			if r := recover(); r != nil {
+				errs <- fmt.Errorf("in %s: panic: %v", ns.Path, r)
+			} else if !returned {
+				errs <- fmt.Errorf("in %s: the function exited its goroutine", ns.Path)
+			}
+		}()
 		runtime.LockOSThread()
 		home, err := os.Open("/proc/thread-self/ns/net")
 		if err != nil {
 			runtime.UnlockOSThread()
+			returned = true
 			errs <- err
 			return
 		}
@@ -92,16 +102,19 @@ func (ns *NetNS) Do(fn func() error) error {
 		target, err := os.Open(ns.Path)
 		if err != nil {
 			runtime.UnlockOSThread()
+			returned = true
 			errs <- err
 			return
 		}
 		defer target.Close()
 		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
 			runtime.UnlockOSThread()
+			returned = true
 			errs <- fmt.Errorf("entering %s: %v", ns.Path, err)
 			return
 		}
 		fnErr := fn()
+		returned = true
 		if err := unix.Setns(int(home.Fd()), unix.CLONE_NEWNET); err != nil {
 			errs <- fmt.Errorf("leaving %s: %v (after: %v)", ns.Path, err, fnErr)
 			return
@@ -112,9 +125,25 @@ func (ns *NetNS) Do(fn func() error) error {
 	return <-errs
 }
 
-// DialContext dials addr from inside the namespace: a rest.Config's Dial for a client of the
-// node's apiserver.
+// literalIP refuses an address whose host is a name: Go resolves names, and dials several
+// addresses, on goroutines of their own, which would run outside the namespace.
+func literalIP(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if net.ParseIP(host) == nil {
+		return fmt.Errorf("%s: dial or listen in a namespace by IP address, not by name", addr)
+	}
+	return nil
+}
+
+// DialContext dials addr, an IP address and port, from inside the namespace: a rest.Config's
+// Dial for a client of the node's apiserver.
 func (ns *NetNS) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	if err := literalIP(addr); err != nil {
+		return nil, err
+	}
 	var conn net.Conn
 	err := ns.Do(func() (err error) {
 		conn, err = (&net.Dialer{}).DialContext(ctx, network, addr)
@@ -123,8 +152,11 @@ func (ns *NetNS) DialContext(ctx context.Context, network, addr string) (net.Con
 	return conn, err
 }
 
-// Listen listens on addr inside the namespace.
+// Listen listens on addr, an IP address and port, inside the namespace.
 func (ns *NetNS) Listen(network, addr string) (net.Listener, error) {
+	if err := literalIP(addr); err != nil {
+		return nil, err
+	}
 	var l net.Listener
 	err := ns.Do(func() (err error) {
 		l, err = net.Listen(network, addr)

@@ -69,8 +69,19 @@ type Node struct {
 	logsStopped chan struct{}
 }
 
-// New describes the node of cfg; nothing is started.
+// New describes the node of cfg; nothing is started. Teardown kills and removes what the
+// node's paths, cgroup and marker name, so each must be set and the paths absolute.
 func New(t *testing.T, cfg Config) *Node {
+	for field, value := range map[string]string{"Name": cfg.Name, "Marker": cfg.Marker, "Cgroup": cfg.Cgroup, "Runtime": cfg.Runtime} {
+		if strings.TrimSpace(value) == "" || strings.ContainsAny(value, "/ ") {
+			t.Fatalf("kubeadmnode.Config.%s is %q: it must be a plain name", field, value)
+		}
+	}
+	for field, value := range map[string]string{"Dir": cfg.Dir, "RunDir": cfg.RunDir} {
+		if !filepath.IsAbs(value) || filepath.Clean(value) != value || value == "/" {
+			t.Fatalf("kubeadmnode.Config.%s is %q: it must be an absolute, clean path below /", field, value)
+		}
+	}
 	n := &Node{Config: cfg, repo: harness.RepoRoot(t), Root: filepath.Join(cfg.Dir, "root"), LogDir: harness.LogDir(t)}
 	ip, err := hostIP()
 	if err != nil {
@@ -86,7 +97,7 @@ func (n *Node) Path(p string) string { return filepath.Join(n.Root, p) }
 // DockerSocket is the private dockerd's socket.
 func (n *Node) DockerSocket() string { return "unix://" + filepath.Join(n.RunDir, "docker.sock") }
 
-// docker runs the docker CLI against the private dockerd.
+// Docker runs the docker CLI against the private dockerd.
 func (n *Node) Docker(args ...string) (string, error) {
 	out, err := exec.Command("docker", append([]string{"-H", n.DockerSocket()}, args...)...).CombinedOutput()
 	if err != nil {
@@ -95,7 +106,7 @@ func (n *Node) Docker(args ...string) (string, error) {
 	return string(out), nil
 }
 
-// startDockerd starts the private container runtime and waits for it to answer. Default bridge
+// StartDockerd starts the private container runtime and waits for it to answer. Default bridge
 // settings on purpose: with --bridge=none a dockerd deletes the host's docker0. The control
 // plane is hostNetwork and needs no container network; --iptables, --ip-masq and --ip-forward
 // off keep the host's firewall and forwarding as they are.
@@ -136,7 +147,7 @@ func (n *Node) StartDockerd(t *testing.T) {
 	}
 }
 
-// loadImages loads docker archives into the private dockerd.
+// LoadImages loads docker archives into the private dockerd.
 func (n *Node) LoadImages(t *testing.T, archives ...string) {
 	for _, archive := range archives {
 		if _, err := os.Stat(archive); err != nil {
@@ -155,7 +166,7 @@ func (n *Node) LoadImages(t *testing.T, archives ...string) {
 // run's are found and removed.
 const certsDir = "/etc/docker/certs.d"
 
-// trustRegistry lets the master pull from the registry as an operator's master would: its CA in
+// TrustRegistry lets the master pull from the registry as an operator's master would: its CA in
 // the container runtime's certs.d, its credentials in the kubelet's config.json (the first
 // place kubelet v1.17 looks, --root-dir/config.json), which the kubelet hands to dockershim.
 func (n *Node) TrustRegistry(t *testing.T, r *harness.Registry) {
@@ -211,7 +222,7 @@ func (n *Node) untrustRegistries() error {
 	return nil
 }
 
-// startKubelet runs kubelet v1.17.3 as kubeadm's systemd drop-in would (kubeconfig, static pod
+// StartKubelet runs kubelet v1.17.3 as kubeadm's systemd drop-in would (kubeconfig, static pod
 // path), pointed at the private dockerd, and with every path it would write under the master's
 // root. It registers its Node with the apiserver it hosts, so the static pods have mirror pods.
 func (n *Node) StartKubelet(t *testing.T) {
@@ -311,6 +322,8 @@ type hostState struct {
 
 func (n *Node) stateFile() string { return filepath.Join(n.Dir, "host-state.json") }
 
+// RecordHostState writes down, before the node changes anything, what it changes on the host
+// outside its directories (hostState), for Teardown or a killed run's successor to put back.
 func (n *Node) RecordHostState(t *testing.T) {
 	state := hostState{ProcFiles: readProcFiles(kubeletChangedProcFiles()), PodLogDirExisted: Exists(podLogDir), LogDirExisted: Exists(containerLogDir)}
 	data, err := json.MarshalIndent(state, "", "  ")
@@ -325,12 +338,13 @@ func (n *Node) RecordHostState(t *testing.T) {
 	}
 }
 
+// Exists reports whether path exists.
 func Exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
 }
 
-// teardown stops everything the test (or a killed earlier run) started, in order: the kubelet,
+// Teardown stops everything the test (or a killed earlier run) started, in order: the kubelet,
 // the containers, dockerd; then whatever survived, the mounts, the cgroups, the host's kernel
 // parameters and pod logs; then the directories. It keeps the logs and reports what it found.
 func (n *Node) Teardown(t *testing.T) {
@@ -497,7 +511,7 @@ func (n *Node) copyPodLogs() {
 	}
 }
 
-// cleanLeftovers removes what a killed earlier run left: its processes, mounts, cgroups, the
+// CleanLeftovers removes what a killed earlier run left: its processes, mounts, cgroups, the
 // host's kernel parameters and pod logs as they were before it, its directories.
 func (n *Node) CleanLeftovers(t *testing.T) {
 	if !Exists(n.Dir) && !Exists(n.RunDir) {
@@ -510,7 +524,7 @@ func (n *Node) CleanLeftovers(t *testing.T) {
 	}
 }
 
-// waitFor polls cond every interval until it holds, failing the step with its last error.
+// WaitFor polls cond every interval until it holds, failing the step with its last error.
 func WaitFor(ctx context.Context, interval time.Duration, cond func() (bool, error)) error {
 	var last error
 	err := wait.PollImmediateUntil(interval, func() (bool, error) {

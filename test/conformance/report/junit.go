@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -28,7 +29,7 @@ type Case struct {
 	Name    string
 	Result  Result
 	Seconds float64
-	// Message is the first line of a failure.
+	// Message is what a failure says, on one line.
 	Message string
 }
 
@@ -77,7 +78,7 @@ func ReadRun(dir string) (map[string]Case, error) {
 			c := Case{Name: tc.Name, Result: Passed, Seconds: tc.Time}
 			switch {
 			case tc.Failure != nil:
-				c.Result, c.Message = Failed, firstLine(tc.Failure.Message, tc.Failure.Text)
+				c.Result, c.Message = Failed, failureMessage(tc.Failure.Message, tc.Failure.Text)
 			case tc.Skipped != nil:
 				c.Result = Skipped
 			}
@@ -90,14 +91,23 @@ func ReadRun(dir string) (map[string]Case, error) {
 	return cases, nil
 }
 
-// firstLine is the first non-empty line of the texts, in order.
-func firstLine(texts ...string) string {
+// codeLocation is a line of ginkgo's failure text that only says where: file.go:N.
+var codeLocation = regexp.MustCompile(`^\S+\.go:\d+$`)
+
+// failureMessage is what a failure says, without the code locations ginkgo v1 puts around it
+// (location, message, location), on one line, at most 300 characters.
+func failureMessage(texts ...string) string {
+	var words []string
 	for _, text := range texts {
 		for _, line := range strings.Split(text, "\n") {
-			if line = strings.TrimSpace(line); line != "" {
-				return line
+			if line = strings.TrimSpace(line); line != "" && !codeLocation.MatchString(line) {
+				words = append(words, line)
 			}
 		}
 	}
-	return ""
+	message := strings.Join(words, " ")
+	if len(message) > 300 {
+		message = message[:300] + "..."
+	}
+	return message
 }
