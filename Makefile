@@ -122,11 +122,18 @@ test-image: images-amd64 ## Load the amd64 images into Docker, run them, check t
 test-publish: build ## A real registry (TLS, auth): make publish, pull back, cosign verify, cpswap --verify-key, bad inputs
 	go test -count=1 -v -timeout 15m ./test/publish/
 
-.PHONY: test-e2e
-test-e2e: images-amd64 kubeadm ## A kubeadm master run by a real kubelet: the release published to a registry, cpswap onto it by digest and back
+.PHONY: e2e-fixtures
+e2e-fixtures: images-amd64 kubeadm ## What a kubeadm node run by a real kubelet needs: the stock control plane's images, cpswap, runc-oom-clamp
 	images/e2e/build.sh
 	go build -trimpath -o _output/bin/e2e/linux-$$(go env GOARCH)/ ./cmd/cpswap ./test/e2e/runc-oom-clamp
+
+.PHONY: test-e2e
+test-e2e: e2e-fixtures ## A kubeadm master run by a real kubelet: the release published to a registry, cpswap onto it by digest and back
 	go test -count=1 -v -timeout 30m ./test/e2e/
+
+.PHONY: test-conformance-node
+test-conformance-node: e2e-fixtures ## The conformance run's node (docs/conformance-plan.md, M2): its control plane in a network namespace with no route out
+	go test -count=1 -v -timeout 20m -run '^TestConformanceNodeUp$$' ./test/conformance/
 
 .PHONY: prove-patches
 prove-patches: build ## Each patch's Regression-Test fails on the series without that patch

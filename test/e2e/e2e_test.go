@@ -16,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/idc-lts/kube-1.17/test/harness"
 	"github.com/idc-lts/kube-1.17/test/kubeadmnode"
@@ -83,11 +82,7 @@ func TestKubeadmMaster(t *testing.T) {
 	})
 	s.logImageSizes(m)
 
-	config, err := clientcmd.BuildConfigFromFlags("", m.Path("etc/kubernetes/admin.conf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := kubernetes.NewForConfigOrDie(config)
+	client := kubernetes.NewForConfigOrDie(m.RestConfig(t))
 	hostname, err := os.Hostname()
 	if err != nil {
 		t.Fatal(err)

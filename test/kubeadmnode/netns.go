@@ -164,3 +164,17 @@ func (ns *NetNS) Listen(network, addr string) (net.Listener, error) {
 	})
 	return l, err
 }
+
+// HostNetwork is the calling namespace's links (without their counters) and routes, for a test to
+// compare before and after: what a node must leave as it found.
+func HostNetwork() (string, error) {
+	var all []string
+	for _, args := range [][]string{{"-o", "link", "show"}, {"route", "show", "table", "all"}} {
+		out, err := exec.Command("ip", args...).Output()
+		if err != nil {
+			return "", fmt.Errorf("ip %s: %v", strings.Join(args, " "), err)
+		}
+		all = append(all, string(out))
+	}
+	return strings.Join(all, "\n"), nil
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,7 +16,7 @@ func TestNetNSHasNoRouteOut(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("creating a network namespace needs root")
 	}
-	hostBefore := hostNetwork(t)
+	hostBefore := hostNet(t)
 	ns, err := CreateNetNS(filepath.Join(t.TempDir(), "netns"), "10.240.0.2/24", "10.96.0.0/12")
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +66,7 @@ func TestNetNSHasNoRouteOut(t *testing.T) {
 	if _, err := ns.DialContext(context.Background(), "tcp", "kubernetes.default:443"); err == nil {
 		t.Errorf("a dial by name into the namespace was made; names resolve outside it")
 	}
-	if got := hostNetwork(t); got != hostBefore {
+	if got := hostNet(t); got != hostBefore {
 		t.Errorf("the host's links or routes changed while the namespace existed:\nbefore %s\nafter %s", hostBefore, got)
 	}
 	if err := ns.Remove(); err != nil {
@@ -82,16 +81,11 @@ func TestNetNSHasNoRouteOut(t *testing.T) {
 	}
 }
 
-// hostNetwork is the host's links (without their counters) and routes.
-func hostNetwork(t *testing.T) string {
+func hostNet(t *testing.T) string {
 	t.Helper()
-	var all []string
-	for _, args := range [][]string{{"-o", "link", "show"}, {"route", "show", "table", "all"}} {
-		out, err := exec.Command("ip", args...).Output()
-		if err != nil {
-			t.Fatal(err)
-		}
-		all = append(all, string(out))
+	state, err := HostNetwork()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return strings.Join(all, "\n")
+	return state
 }

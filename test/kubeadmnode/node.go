@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/idc-lts/kube-1.17/test/harness"
 )
@@ -44,6 +46,13 @@ type Config struct {
 	Cgroup string
 	// Runtime names the private dockerd's default OCI runtime (runc-oom-clamp).
 	Runtime string
+	// NetNS, when set, is the network namespace the node lives in (CreateNetNS): its dockerd and
+	// kubelet start in it, and so every pod; NodeIP is then the node's address there. Without it
+	// the node shares the host's network and its address (hostNetwork pods only).
+	NetNS  *NetNS
+	NodeIP string
+	// KubeletArgs come after the kubelet's own flags, and win over them.
+	KubeletArgs []string
 }
 
 const (
@@ -82,13 +91,41 @@ func New(t *testing.T, cfg Config) *Node {
 			t.Fatalf("kubeadmnode.Config.%s is %q: it must be an absolute, clean path below /", field, value)
 		}
 	}
-	n := &Node{Config: cfg, repo: harness.RepoRoot(t), Root: filepath.Join(cfg.Dir, "root"), LogDir: harness.LogDir(t)}
-	ip, err := hostIP()
-	if err != nil {
-		t.Fatalf("setup: %v", err)
+	if (cfg.NetNS == nil) != (cfg.NodeIP == "") {
+		t.Fatalf("kubeadmnode.Config: NetNS and NodeIP go together (NetNS %v, NodeIP %q)", cfg.NetNS, cfg.NodeIP)
 	}
-	n.IP = ip
+	n := &Node{Config: cfg, repo: harness.RepoRoot(t), Root: filepath.Join(cfg.Dir, "root"), LogDir: harness.LogDir(t), IP: cfg.NodeIP}
+	if n.IP == "" {
+		ip, err := hostIP()
+		if err != nil {
+			t.Fatalf("setup: %v", err)
+		}
+		n.IP = ip
+	}
 	return n
+}
+
+// daemon starts a long-running process of the node, in its network namespace if it has one
+// (nsenter executes it in place: the process started is the daemon, with its parent-death signal).
+func (n *Node) daemon(t *testing.T, name, binary string, args ...string) *harness.Process {
+	if n.NetNS != nil {
+		args = append([]string{"--net=" + n.NetNS.Path, "--", binary}, args...)
+		binary = "nsenter"
+	}
+	return harness.StartDaemon(t, n.LogDir, name, binary, args...)
+}
+
+// RestConfig is a client configuration for the node's apiserver as its admin, dialling into the
+// node's namespace when it has one.
+func (n *Node) RestConfig(t *testing.T) *rest.Config {
+	config, err := clientcmd.BuildConfigFromFlags("", n.Path("etc/kubernetes/admin.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.NetNS != nil {
+		config.Dial = n.NetNS.DialContext
+	}
+	return config
 }
 
 // Path is p under the node's root.
@@ -122,7 +159,7 @@ func (n *Node) StartDockerd(t *testing.T) {
 	if err := os.MkdirAll(n.RunDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	n.Dockerd = harness.StartDaemon(t, n.LogDir, "dockerd", "dockerd",
+	n.Dockerd = n.daemon(t, "dockerd", "dockerd",
 		"--config-file="+config,
 		"--data-root="+n.Path("var/lib/docker"),
 		"--exec-root="+filepath.Join(n.RunDir, "docker"),
@@ -234,25 +271,25 @@ func (n *Node) StartKubelet(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	n.Kubelet = harness.StartDaemon(t, n.LogDir, "kubelet", harness.Binary(t, "stock", "kubelet"),
-		"--kubeconfig="+n.Path("etc/kubernetes/kubelet.conf"),
-		"--pod-manifest-path="+n.Path("etc/kubernetes/manifests"),
-		"--root-dir="+n.Path("var/lib/kubelet"),
-		"--cert-dir="+n.Path("var/lib/kubelet/pki"),
-		"--hostname-override="+n.Name,
-		"--node-ip="+n.IP,
+	n.Kubelet = n.daemon(t, "kubelet", harness.Binary(t, "stock", "kubelet"), append([]string{
+		"--kubeconfig=" + n.Path("etc/kubernetes/kubelet.conf"),
+		"--pod-manifest-path=" + n.Path("etc/kubernetes/manifests"),
+		"--root-dir=" + n.Path("var/lib/kubelet"),
+		"--cert-dir=" + n.Path("var/lib/kubelet/pki"),
+		"--hostname-override=" + n.Name,
+		"--node-ip=" + n.IP,
 		"--container-runtime=docker",
-		"--docker-endpoint="+n.DockerSocket(),
+		"--docker-endpoint=" + n.DockerSocket(),
 		// cAdvisor reads the runtime through its own flag; the default is the host's dockerd.
-		"--docker="+n.DockerSocket(),
+		"--docker=" + n.DockerSocket(),
 		// The default, /var/run/dockershim.sock, would replace a host kubelet's socket.
-		"--container-runtime-endpoint=unix://"+filepath.Join(n.RunDir, "dockershim.sock"),
-		"--experimental-dockershim-root-directory="+n.Path("var/lib/dockershim"),
+		"--container-runtime-endpoint=unix://" + filepath.Join(n.RunDir, "dockershim.sock"),
+		"--experimental-dockershim-root-directory=" + n.Path("var/lib/dockershim"),
 		"--pod-infra-container-image=k8s.gcr.io/pause:3.1",
 		"--cgroup-driver=cgroupfs",
-		"--cgroup-root=/"+n.Cgroup,
-		"--volume-plugin-dir="+n.Path("usr/libexec/kubernetes/kubelet-plugins/volume/exec"),
-		"--seccomp-profile-root="+n.Path("var/lib/kubelet/seccomp"),
+		"--cgroup-root=/" + n.Cgroup,
+		"--volume-plugin-dir=" + n.Path("usr/libexec/kubernetes/kubelet-plugins/volume/exec"),
+		"--seccomp-profile-root=" + n.Path("var/lib/kubelet/seccomp"),
 		// The host's firewall, OOM settings and disk are not the test's to change. The device
 		// manager's directory is /var/lib/kubelet/device-plugins whatever --root-dir says, and it
 		// deletes the files it finds there.
@@ -270,7 +307,7 @@ func (n *Node) StartKubelet(t *testing.T) {
 		fmt.Sprintf("--healthz-port=%d", harness.FreePort(t)),
 		"--read-only-port=0",
 		"--v=2",
-	)
+	}, n.KubeletArgs...)...)
 	n.stopLogs, n.logsStopped = make(chan struct{}), make(chan struct{})
 	go n.keepPodLogs(n.stopLogs, n.logsStopped)
 }
