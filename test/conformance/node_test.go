@@ -14,7 +14,6 @@ import (
 
 	"github.com/idc-lts/kube-1.17/test/harness"
 	"github.com/idc-lts/kube-1.17/test/kubeadmnode"
-	"github.com/idc-lts/kube-1.17/test/tier"
 )
 
 // The conformance node: its own network namespace, run directory, cgroup and marker, so that it
@@ -36,13 +35,7 @@ func nodeConfig(t *testing.T, ns *kubeadmnode.NetNS) kubeadmnode.Config {
 // reaches its apiserver only by dialling into the namespace, nothing in the namespace is routed
 // out, and the teardown leaves the host's links and routes as they were.
 func TestConformanceNodeUp(t *testing.T) {
-	if os.Geteuid() != 0 {
-		tier.Missing(t, "run it as root", "it runs a kubelet and a dockerd")
-	}
-	fixtures := filepath.Join(harness.OutputDir(t), "images", "e2e")
-	images := []string{"pause", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
-	kubeadmnode.Prerequisites(t, fixtures, images)
-	kubeadmnode.LockMachine(t)
+	kubeadmnode.ClaimMachine(t)
 	hostBefore, err := kubeadmnode.HostNetwork()
 	if err != nil {
 		t.Fatal(err)
@@ -71,11 +64,7 @@ func TestConformanceNodeUp(t *testing.T) {
 	node.KubeadmInit(t)
 	node.RecordHostState(t)
 	node.StartDockerd(t)
-	var archives []string
-	for _, name := range images {
-		archives = append(archives, kubeadmnode.Archive(fixtures, name))
-	}
-	node.LoadImages(t, archives...)
+	node.LoadControlPlaneImages(t)
 	node.StartKubelet(t)
 
 	client := kubernetes.NewForConfigOrDie(node.RestConfig(t))

@@ -19,7 +19,6 @@ import (
 
 	"github.com/idc-lts/kube-1.17/test/harness"
 	"github.com/idc-lts/kube-1.17/test/kubeadmnode"
-	"github.com/idc-lts/kube-1.17/test/tier"
 )
 
 // components are the two the release replaces, in docs/operations.md's order.
@@ -27,14 +26,7 @@ var components = harness.Components
 
 // TestKubeadmMaster is the operator's procedure on one kubeadm master run by a real kubelet.
 func TestKubeadmMaster(t *testing.T) {
-	if os.Geteuid() != 0 {
-		tier.Missing(t, "run it as root", "it runs a kubelet and a dockerd")
-	}
-	// What it needs first, then the machine's lock; only then may it clean up after a dead run.
-	fixtures := filepath.Join(harness.OutputDir(t), "images", "e2e")
-	images := []string{"pause", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
-	kubeadmnode.Prerequisites(t, fixtures, images)
-	kubeadmnode.LockMachine(t)
+	kubeadmnode.ClaimMachine(t)
 	// The operator's path: the release is cut for their registry, published and signed there, and
 	// the kubelet pulls it by digest (the README's make release, make publish, cpswap apply).
 	registry := harness.StartRegistry(t)
@@ -71,11 +63,7 @@ func TestKubeadmMaster(t *testing.T) {
 		m.KubeadmInit(t)
 		m.RecordHostState(t)
 		m.StartDockerd(t)
-		var archives []string
-		for _, name := range images {
-			archives = append(archives, kubeadmnode.Archive(fixtures, name))
-		}
-		m.LoadImages(t, archives...)
+		m.LoadControlPlaneImages(t)
 		m.TrustRegistry(t, registry)
 		m.StartKubelet(t)
 		return nil

@@ -49,9 +49,9 @@ func tryLock(path, holder string) (release func(), held string, err error) {
 	}
 }
 
-// LockMachine holds machineLock until the test's cleanups are done (it is registered first, so it
+// lockMachine holds machineLock until the test's cleanups are done (it is registered first, so it
 // is released last), or stops the test, naming the run that holds it.
-func LockMachine(t *testing.T) {
+func lockMachine(t *testing.T) {
 	release, held, err := tryLock(machineLock, fmt.Sprintf("pid %d, checkout %s", os.Getpid(), harness.RepoRoot(t)))
 	switch {
 	case err != nil:
@@ -62,21 +62,33 @@ func LockMachine(t *testing.T) {
 	t.Cleanup(release)
 }
 
-// Prerequisites stops the test, before it touches anything on the machine, when what it runs is
-// not built: a plain go test ./... in a fresh clone must leave another checkout's run alone.
-func Prerequisites(t *testing.T, fixtures string, images []string) {
+// controlPlaneImages are the images a kubeadm node's static pods and sandboxes run, built by
+// images/e2e/build.sh (make e2e-fixtures).
+var controlPlaneImages = []string{"pause", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+
+// ClaimMachine is where a suite that runs a node starts: it needs root and what the node runs,
+// checked before it touches anything on the machine (a plain go test ./... in a fresh clone must
+// leave another checkout's run alone), then the machine's lock; only then may it clean up after a
+// dead run.
+func ClaimMachine(t *testing.T) {
+	if os.Geteuid() != 0 {
+		tier.Missing(t, "run it as root", "it runs a kubelet and a dockerd")
+	}
 	for _, tool := range []string{"dockerd", "docker"} {
 		harness.Tool(t, tool, "docker.io")
 	}
 	for _, b := range []struct{ variant, name string }{{"stock", "kubeadm"}, {"stock", "kubelet"}, {"e2e", "runc-oom-clamp"}, {"e2e", "cpswap"}} {
 		harness.Binary(t, b.variant, b.name)
 	}
-	for _, name := range images {
-		if _, err := os.Stat(Archive(fixtures, name)); err != nil {
-			tier.Missing(t, "run 'make test-e2e'", "no test image %s", Archive(fixtures, name))
+	for _, name := range controlPlaneImages {
+		if _, err := os.Stat(archive(t, name)); err != nil {
+			tier.Missing(t, "run 'make e2e-fixtures'", "no test image %s", archive(t, name))
 		}
 	}
+	lockMachine(t)
 }
 
-// Archive is a test image's docker save archive.
-func Archive(fixtures, name string) string { return filepath.Join(fixtures, name+"-amd64.docker.tar") }
+// archive is a control-plane image's docker save archive.
+func archive(t *testing.T, name string) string {
+	return filepath.Join(harness.OutputDir(t), "images", "e2e", name+"-amd64.docker.tar")
+}

@@ -198,6 +198,16 @@ func (n *Node) LoadImages(t *testing.T, archives ...string) {
 	}
 }
 
+// LoadControlPlaneImages loads the images the node's static pods and sandboxes run
+// (ClaimMachine checked they are built).
+func (n *Node) LoadControlPlaneImages(t *testing.T) {
+	var archives []string
+	for _, name := range controlPlaneImages {
+		archives = append(archives, archive(t, name))
+	}
+	n.LoadImages(t, archives...)
+}
+
 // certsDir is where a dockerd run by root reads a registry's CA (certs.d/HOST:PORT/ca.crt),
 // whatever its --config-file says; the test's entries carry the node's Marker so that a killed
 // run's are found and removed.
