@@ -132,7 +132,7 @@ test-e2e: e2e-fixtures ## A kubeadm master run by a real kubelet: the release pu
 	go test -count=1 -v -timeout 30m ./test/e2e/
 
 .PHONY: test-conformance-node
-test-conformance-node: e2e-fixtures ## The conformance run's node (docs/conformance-plan.md, M2): its control plane in a network namespace with no route out
+test-conformance-node: e2e-fixtures conformance-images ## The conformance cluster alone (~5 min): one node in a network namespace with no route out, CNI, kube-proxy, CoreDNS
 	go test -count=1 -v -timeout 20m -run '^TestConformanceNodeUp$$' ./test/conformance/
 
 .PHONY: prove-patches
@@ -154,6 +154,10 @@ conformance-build: patch ## Upstream's conformance suite (e2e.test, its 280 test
 .PHONY: conformance-images
 conformance-images: conformance-build ## The conformance tests' images under the references e2e.test asks for, offline (images/conformance)
 	images/conformance/build.sh
+
+.PHONY: conformance
+conformance: release e2e-fixtures conformance-images ## Upstream's conformance tests, stock control plane then ours by cpswap, on one node offline -> docs/conformance.md, the release's conformance.txt (< 2 h)
+	build/conformance.sh
 
 .PHONY: test
 test: lint verify-patches verify-monitoring test-unit test-upstream-subset test-regression test-image test-publish test-e2e prove-patches ## Everything CI runs

@@ -102,7 +102,7 @@ log "building CoreDNS 1.6.5 into ${node_bin}, with json-iterator v1.1.12 and ref
   go mod edit -require=github.com/json-iterator/go@v1.1.12 -require=github.com/modern-go/reflect2@v1.0.2
   CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -buildvcs=false -ldflags="-s -w -buildid=" -o "${node_bin}/coredns" .
 )
-version=$("${node_bin}/coredns" -version | head -1)
+version=$("${node_bin}/coredns" -version | sed -n 1p) # sed reads on: head would leave coredns a SIGPIPE
 [ "${version}" = CoreDNS-1.6.5 ] || die "${node_bin}/coredns says it is ${version}, not CoreDNS-1.6.5"
 
 log "checking that e2e.test holds the tree's [Conformance] tests"

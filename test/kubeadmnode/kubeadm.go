@@ -45,6 +45,9 @@ kubernetesVersion: v1.17.3
 networking:
   podSubnet: 10.244.0.0/16
 `, n.IP, n.Name)
+	if n.KubeadmConfig != "" {
+		config += "---\n" + n.KubeadmConfig
+	}
 	if err := os.MkdirAll(n.Root, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -94,4 +97,36 @@ func relocateHostPaths(manifest, root string) error {
 		return err
 	}
 	return os.WriteFile(manifest, out, 0o600)
+}
+
+// KubeadmPhase runs `kubeadm init phase <phase>` against the running node (mark-control-plane,
+// addon kube-proxy, ...) with the node's kubeadm.yaml, as its admin, from inside its network
+// namespace when it has one.
+func (n *Node) KubeadmPhase(t *testing.T, phase ...string) {
+	args := append(append([]string{"init", "phase"}, phase...),
+		"--config="+n.Path("kubeadm.yaml"), "--kubeconfig="+n.Path("etc/kubernetes/admin.conf"))
+	out, err := n.command(harness.Binary(t, "stock", "kubeadm"), args...).CombinedOutput()
+	_ = os.WriteFile(filepath.Join(n.LogDir, "kubeadm-"+strings.Join(phase, "-")+".log"), out, 0o644)
+	if err != nil {
+		t.Fatalf("kubeadm %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// Kubectl runs stock kubectl v1.17.3 as the node's admin, from inside its network namespace
+// when it has one.
+func (n *Node) Kubectl(t *testing.T, args ...string) (string, error) {
+	args = append([]string{"--kubeconfig=" + n.Path("etc/kubernetes/admin.conf")}, args...)
+	out, err := n.command(harness.Binary(t, "stock", "kubectl"), args...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("kubectl %s: %v: %s", strings.Join(args[1:], " "), err, strings.TrimSpace(string(out)))
+	}
+	return string(out), nil
+}
+
+// command is a command run where the node's daemons run: in its network namespace if it has one.
+func (n *Node) command(binary string, args ...string) *exec.Cmd {
+	if n.NetNS != nil {
+		return n.NetNS.Command(binary, args...)
+	}
+	return exec.Command(binary, args...)
 }

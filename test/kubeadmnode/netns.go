@@ -3,6 +3,7 @@ package kubeadmnode
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -177,4 +178,42 @@ func HostNetwork() (string, error) {
 		all = append(all, string(out))
 	}
 	return strings.Join(all, "\n"), nil
+}
+
+// Forward carries addr, a loopback address and port of the host (a test registry, say), into the
+// namespace under the same address: a listener there whose every connection is spliced to the
+// host's. Loopback to loopback only; it stops when stop is closed.
+func (ns *NetNS) Forward(addr string, stop <-chan struct{}) error {
+	if host, _, err := net.SplitHostPort(addr); err != nil || !net.ParseIP(host).IsLoopback() {
+		return fmt.Errorf("forward %s: only a loopback address and port of the host is carried into a namespace", addr)
+	}
+	l, err := ns.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	go func() {
+		<-stop
+		l.Close()
+	}()
+	go func() {
+		for {
+			in, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer in.Close()
+				out, err := net.Dial("tcp", addr) // this goroutine's thread is the host's
+				if err != nil {
+					return
+				}
+				defer out.Close()
+				done := make(chan struct{}, 2)
+				go func() { _, _ = io.Copy(out, in); done <- struct{}{} }()
+				go func() { _, _ = io.Copy(in, out); done <- struct{}{} }()
+				<-done
+			}()
+		}
+	}()
+	return nil
 }

@@ -53,6 +53,8 @@ type Config struct {
 	NodeIP string
 	// KubeletArgs come after the kubelet's own flags, and win over them.
 	KubeletArgs []string
+	// KubeadmConfig holds more documents for kubeadm.yaml (a KubeProxyConfiguration, say).
+	KubeadmConfig string
 }
 
 const (
@@ -365,6 +367,28 @@ type hostState struct {
 	ProcFiles        map[string]string `json:"procFiles"`
 	PodLogDirExisted bool              `json:"podLogDirExisted"`
 	LogDirExisted    bool              `json:"containerLogDirExisted"`
+	// PodLogs are the entries of the pod log directories before the run: what is new there is
+	// the run's (the machine lock keeps every other node of ours away).
+	PodLogs []string `json:"podLogs"`
+	// Absent are the host paths a node's iptables or pods may create that were not there.
+	Absent []string `json:"absent"`
+}
+
+// createdHostPaths are paths outside the node's root that a node may create: iptables' lock
+// (taken by every iptables -w, whatever the network namespace), and an empty directory a hostPath
+// volume names (dockerd creates a bind mount's missing source).
+var createdHostPaths = []string{"/run/xtables.lock", "/lib/modules"}
+
+// podLogEntries lists the pod log directories' entries as paths.
+func podLogEntries() []string {
+	all := []string{} // recorded as [], where a state file of before the field has none
+	for _, dir := range []string{podLogDir, containerLogDir} {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			all = append(all, filepath.Join(dir, e.Name()))
+		}
+	}
+	return all
 }
 
 func (n *Node) stateFile() string { return filepath.Join(n.Dir, "host-state.json") }
@@ -372,7 +396,13 @@ func (n *Node) stateFile() string { return filepath.Join(n.Dir, "host-state.json
 // RecordHostState writes down, before the node changes anything, what it changes on the host
 // outside its directories (hostState), for Teardown or a killed run's successor to put back.
 func (n *Node) RecordHostState(t *testing.T) {
-	state := hostState{ProcFiles: readProcFiles(kubeletChangedProcFiles()), PodLogDirExisted: Exists(podLogDir), LogDirExisted: Exists(containerLogDir)}
+	state := hostState{ProcFiles: readProcFiles(kubeletChangedProcFiles()), PodLogDirExisted: Exists(podLogDir), LogDirExisted: Exists(containerLogDir),
+		PodLogs: podLogEntries()}
+	for _, path := range createdHostPaths {
+		if !Exists(path) {
+			state.Absent = append(state.Absent, path)
+		}
+	}
 	data, err := json.MarshalIndent(state, "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -475,13 +505,24 @@ func (n *Node) restoreHostState(logf func(format string, args ...interface{})) e
 	} else if len(changed) > 0 {
 		logf("restored what the kubelet changed: %s", strings.Join(changed, ", "))
 	}
-	for _, dir := range []string{podLogDir, containerLogDir} {
-		entries, _ := os.ReadDir(dir)
-		for _, e := range entries {
-			if strings.Contains(e.Name(), n.Marker) {
-				if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
-					errs = append(errs, err)
-				}
+	before := map[string]bool{}
+	for _, path := range state.PodLogs {
+		before[path] = true
+	}
+	for _, path := range podLogEntries() {
+		if strings.Contains(filepath.Base(path), n.Marker) || (state.PodLogs != nil && !before[path]) {
+			if err := os.RemoveAll(path); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	for _, path := range state.Absent {
+		// Only what the run made: an empty directory or an empty lock file.
+		if info, err := os.Stat(path); err == nil && (info.IsDir() || info.Size() == 0) {
+			if err := os.Remove(path); err != nil {
+				errs = append(errs, fmt.Errorf("removing %s, which the node created: %v", path, err))
+			} else {
+				logf("removed %s, which was not there before the run", path)
 			}
 		}
 	}

@@ -1,0 +1,321 @@
+package conformance
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/idc-lts/kube-1.17/test/harness"
+	"github.com/idc-lts/kube-1.17/test/kubeadmnode"
+)
+
+// The conformance node: its own network namespace, run directory, cgroup and marker, so that it
+// never touches test/e2e's (both hold the same machine lock: they share /var/log/pods).
+const (
+	nodeName   = "idc-lts-conf-node" // not ending in "master": the 1.17 scheduler tests skip such nodes
+	nodeRunDir = "/run/idc-lts-conf"
+	nodeIP     = "10.240.0.2"
+	serviceNet = "10.96.0.0/12"
+	// podNet is the node's share of kubeadm's podSubnet (10.244.0.0/16), handed out by the CNI
+	// bridge plugin; kube-proxy's clusterCIDR is the whole podSubnet.
+	podNet     = "10.244.0.0/24"
+	clusterDNS = "10.96.0.10"
+)
+
+// cniPlugins are the CNI plugins v0.8.5 (make conformance-build) the node's network uses.
+var cniPlugins = []string{"bridge", "host-local", "loopback", "portmap"}
+
+// kubeProxyConfig is the KubeProxyConfiguration kubeadm deploys: iptables mode, and no conntrack
+// sizing, which in a network namespace would write the machine-wide nf_conntrack hashsize
+// (kind runs kube-proxy so too).
+const kubeProxyConfig = `apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: iptables
+conntrack:
+  maxPerCore: 0
+`
+
+// nodeConfig is the conformance node's. Its kubelet is kubeadm's (webhook authentication and
+// authorization, cluster DNS at kubeadm's address) with a CNI network in the namespace: a bridge
+// with the pods' gateway and no masquerading, and a resolv.conf naming an address where nothing
+// answers, so that CoreDNS forwards nothing anywhere.
+func nodeConfig(t *testing.T, ns *kubeadmnode.NetNS) kubeadmnode.Config {
+	dir := filepath.Join(harness.OutputDir(t), "conformance", "node")
+	root := filepath.Join(dir, "root")
+	return kubeadmnode.Config{Name: nodeName, Marker: "idc-lts-conf",
+		Dir: dir, RunDir: nodeRunDir, Cgroup: "idc-lts-conf", Runtime: "idc-lts-conf-runc",
+		NetNS: ns, NodeIP: nodeIP, KubeadmConfig: kubeProxyConfig,
+		KubeletArgs: []string{
+			// The namespace is the node's own: the kubelet listens where a node's does, and keeps
+			// the iptables chains kube-proxy's rules jump to.
+			"--address=0.0.0.0", "--port=10250", "--healthz-port=10248",
+			"--make-iptables-util-chains=true",
+			"--anonymous-auth=false", "--authentication-token-webhook=true", "--authorization-mode=Webhook",
+			"--client-ca-file=" + filepath.Join(root, "etc/kubernetes/pki/ca.crt"),
+			"--network-plugin=cni",
+			"--cni-bin-dir=" + filepath.Join(root, "opt/cni/bin"),
+			"--cni-conf-dir=" + filepath.Join(root, "etc/cni/net.d"),
+			"--cni-cache-dir=" + filepath.Join(root, "var/lib/cni/cache"),
+			"--cluster-dns=" + clusterDNS, "--cluster-domain=cluster.local",
+			"--resolv-conf=" + filepath.Join(root, "etc/resolv.conf"),
+		}}
+}
+
+// cniConfig is the node's pod network: the bridge plugin (br_netfilter is per namespace, so
+// kube-proxy's rules see bridged traffic) with host-local addresses kept in the node's root.
+func cniConfig(root string) string {
+	return fmt.Sprintf(`{
+  "cniVersion": "0.3.1",
+  "name": "idc-lts-conf",
+  "plugins": [
+    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+     "ipam": {"type": "host-local", "subnet": %q, "routes": [{"dst": "0.0.0.0/0"}],
+              "dataDir": %q}},
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+`, podNet, filepath.Join(root, "var/lib/cni/networks"))
+}
+
+// cluster is the one-node cluster the conformance tests run on.
+type cluster struct {
+	node   *kubeadmnode.Node
+	ns     *kubeadmnode.NetNS
+	client kubernetes.Interface
+}
+
+// startCluster claims the machine, cleans up after a killed run, and brings the node up in a
+// network namespace of its own: static control plane, CNI, kube-proxy and CoreDNS by kubeadm's
+// addon phases, the control-plane taint removed. Its cleanup tears it all down and fails the test
+// if the host's links or routes differ from before. The node trusts ours's registry, if given.
+// The caller has claimed the machine (kubeadmnode.ClaimMachine).
+func startCluster(t *testing.T, ours *ourRelease) *cluster {
+	images := conformanceImages(t)
+	for _, plugin := range cniPlugins {
+		harness.Binary(t, "conformance", plugin)
+	}
+	harness.Binary(t, "stock", "kubectl")
+	hostBefore, err := kubeadmnode.HostNetwork()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A killed run's node first: its namespace file lives in its run directory.
+	leftover := kubeadmnode.New(t, nodeConfig(t, &kubeadmnode.NetNS{Path: filepath.Join(nodeRunDir, "netns")}))
+	leftover.CleanLeftovers(t)
+	if err := os.MkdirAll(nodeRunDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := kubeadmnode.CreateNetNS(filepath.Join(nodeRunDir, "netns"), nodeIP+"/24", serviceNet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := kubeadmnode.New(t, nodeConfig(t, ns))
+	t.Cleanup(func() {
+		node.Teardown(t)
+		if err := ns.Remove(); err != nil {
+			t.Errorf("teardown: %v", err)
+		}
+		if after, err := kubeadmnode.HostNetwork(); err != nil || after != hostBefore {
+			t.Errorf("teardown: the host's links or routes differ from before the run:\nbefore %s\nafter %s", hostBefore, after)
+		}
+	})
+	node.KubeadmInit(t)
+	node.RecordHostState(t)
+	writeNodeFiles(t, node)
+	node.StartDockerd(t)
+	node.LoadControlPlaneImages(t)
+	node.LoadImages(t, images...)
+	if ours != nil {
+		node.TrustRegistry(t, ours.registry)
+	}
+	node.StartKubelet(t)
+
+	c := &cluster{node: node, ns: ns, client: kubernetes.NewForConfigOrDie(node.RestConfig(t))}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c.waitControlPlane(ctx, t)
+	c.deployAddons(ctx, t)
+	return c
+}
+
+// conformanceImages are make conformance-images' archives (images.txt lists what it built).
+func conformanceImages(t *testing.T) []string {
+	dir := filepath.Join(harness.OutputDir(t), "images", "conformance")
+	list, err := os.ReadFile(filepath.Join(dir, "images.txt"))
+	if err != nil {
+		t.Fatalf("no conformance images: %v (run 'make conformance-images')", err)
+	}
+	archives, err := filepath.Glob(filepath.Join(dir, "*.docker.tar"))
+	if err != nil || len(archives) == 0 || len(archives) != len(strings.Split(strings.TrimSpace(string(list)), "\n")) {
+		t.Fatalf("%s lists other images than the %d archives there (run 'make conformance-images')", dir, len(archives))
+	}
+	return archives
+}
+
+// writeNodeFiles writes what the kubelet reads at start besides kubeadm's files: the CNI plugins
+// and network, and the resolv.conf that it gives CoreDNS (a nameserver that does not answer).
+func writeNodeFiles(t *testing.T, node *kubeadmnode.Node) {
+	files := map[string]string{
+		"etc/cni/net.d/10-idc-lts-conf.conflist": cniConfig(node.Root),
+		"etc/resolv.conf":                        "nameserver " + nodeIP + "\n",
+	}
+	for _, plugin := range cniPlugins {
+		data, err := os.ReadFile(harness.Binary(t, "conformance", plugin))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[filepath.Join("opt/cni/bin", plugin)] = string(data)
+	}
+	for path, content := range files {
+		if err := os.MkdirAll(filepath.Dir(node.Path(path)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(node.Path(path), []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitControlPlane waits for the static pods to run and both components to lead.
+func (c *cluster) waitControlPlane(ctx context.Context, t *testing.T) {
+	for _, component := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+		name := component + "-" + c.node.Name
+		err := kubeadmnode.WaitFor(ctx, time.Second, func() (bool, error) {
+			pod, err := c.client.CoreV1().Pods("kube-system").Get(name, metav1.GetOptions{})
+			return err == nil && pod.Status.Phase == corev1.PodRunning, err
+		})
+		if err != nil {
+			t.Fatalf("static pod %s: %v\n%s", name, err, c.node.Kubelet.Tail(10))
+		}
+	}
+	for _, lease := range []string{"kube-controller-manager", "kube-scheduler"} {
+		err := kubeadmnode.WaitFor(ctx, time.Second, func() (bool, error) {
+			ep, err := c.client.CoreV1().Endpoints("kube-system").Get(lease, metav1.GetOptions{})
+			return err == nil && strings.Contains(ep.Annotations["control-plane.alpha.kubernetes.io/leader"], "holderIdentity"), err
+		})
+		if err != nil {
+			t.Fatalf("%s never led: %v", lease, err)
+		}
+	}
+}
+
+// holdPods is a quota that admits no new pod in kube-system while it exists.
+const holdPods = "idc-lts-conf-hold"
+
+// deployAddons runs kubeadm's addon phases as kubeadm init runs them on a one-node cluster, and
+// removes the control-plane taint, as kubeadm's docs say to for one. kube-proxy's DaemonSet mounts
+// the host's /lib/modules, which dockerd would create on this machine: its pods are held back by
+// a quota until that volume points into the node's root.
+func (c *cluster) deployAddons(ctx context.Context, t *testing.T) {
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: holdPods},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}}
+	if _, err := c.client.CoreV1().ResourceQuotas("kube-system").Create(quota); err != nil {
+		t.Fatal(err)
+	}
+	c.node.KubeadmPhase(t, "addon", "kube-proxy")
+	ds, err := c.client.AppsV1().DaemonSets("kube-system").Get("kube-proxy", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := relocateHostPath(ds, "/lib/modules", c.node.Path("lib/modules")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.client.AppsV1().DaemonSets("kube-system").Update(ds); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.client.CoreV1().ResourceQuotas("kube-system").Delete(holdPods, nil); err != nil {
+		t.Fatal(err)
+	}
+	// kubeadm's mark-control-plane phase (its label, and no taint: kubeadm's docs untaint a
+	// one-node cluster's master); the phase itself reads only /etc/kubernetes/admin.conf.
+	if _, err := c.node.Kubectl(t, "label", "node", c.node.Name, "node-role.kubernetes.io/master="); err != nil {
+		t.Fatal(err)
+	}
+	c.node.KubeadmPhase(t, "addon", "coredns")
+
+	err = kubeadmnode.WaitFor(ctx, 2*time.Second, func() (bool, error) {
+		node, err := c.client.CoreV1().Nodes().Get(c.node.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, cond := range node.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status != corev1.ConditionTrue {
+				return false, fmt.Errorf("node not ready: %s", cond.Message)
+			}
+		}
+		proxy, err := c.client.AppsV1().DaemonSets("kube-system").Get("kube-proxy", metav1.GetOptions{})
+		if err != nil || proxy.Status.NumberReady != 1 {
+			return false, fmt.Errorf("kube-proxy not ready (%v)", err)
+		}
+		dns, err := c.client.AppsV1().Deployments("kube-system").Get("coredns", metav1.GetOptions{})
+		if err != nil || dns.Status.ReadyReplicas != *dns.Spec.Replicas {
+			return false, fmt.Errorf("coredns not ready (%v)", err)
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("addons: %v\n%s", err, c.node.Kubelet.Tail(20))
+	}
+}
+
+// relocateHostPath points the DaemonSet's hostPath volume of path at to.
+func relocateHostPath(ds *appsv1.DaemonSet, path, to string) error {
+	for _, v := range ds.Spec.Template.Spec.Volumes {
+		if v.HostPath != nil && v.HostPath.Path == path {
+			v.HostPath.Path = to
+			return os.MkdirAll(to, 0o755)
+		}
+	}
+	return fmt.Errorf("DaemonSet %s has no hostPath volume %s", ds.Name, path)
+}
+
+// runPod runs a pod to completion in namespace "default" and returns its log and address; it
+// fails the test if the pod does not succeed within the timeout.
+func (c *cluster) runPod(t *testing.T, pod *corev1.Pod, timeout time.Duration) (log, ip string) {
+	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
+	if _, err := c.client.CoreV1().Pods("default").Create(pod); err != nil {
+		t.Fatal(err)
+	}
+	defer c.client.CoreV1().Pods("default").Delete(pod.Name, metav1.NewDeleteOptions(0))
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var phase corev1.PodPhase
+	err := kubeadmnode.WaitFor(ctx, time.Second, func() (bool, error) {
+		p, err := c.client.CoreV1().Pods("default").Get(pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		phase, ip = p.Status.Phase, p.Status.PodIP
+		return phase == corev1.PodSucceeded || phase == corev1.PodFailed, nil
+	})
+	log = c.podLog(t, pod.Name)
+	if err != nil || phase != corev1.PodSucceeded {
+		t.Fatalf("pod %s: %s %v; its log:\n%s", pod.Name, phase, err, log)
+	}
+	return log, ip
+}
+
+// podLog reads a pod's log through the apiserver (and so the kubelet's authorization).
+func (c *cluster) podLog(t *testing.T, name string) string {
+	stream, err := c.client.CoreV1().Pods("default").GetLogs(name, &corev1.PodLogOptions{}).Stream()
+	if err != nil {
+		return err.Error()
+	}
+	defer stream.Close()
+	var b strings.Builder
+	_, _ = io.Copy(&b, bufio.NewReader(stream))
+	return b.String()
+}

@@ -1,0 +1,246 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/idc-lts/kube-1.17/test/conformance/report"
+	"github.com/idc-lts/kube-1.17/test/harness"
+	"github.com/idc-lts/kube-1.17/test/kubeadmnode"
+)
+
+// The run's settings, from the environment (make conformance passes them through):
+//   - CONFORMANCE_VARIANTS: the control planes to run, in order (default "stock ours");
+//   - CONFORMANCE_NODES: ginkgo's parallel nodes in the parallel phase (default 8);
+//   - CONFORMANCE_FOCUS: a regexp; only the conformance tests whose name it matches run (all if
+//     empty), for a quicker look at a few.
+const (
+	variantsVar = "CONFORMANCE_VARIANTS"
+	nodesVar    = "CONFORMANCE_NODES"
+	focusVar    = "CONFORMANCE_FOCUS"
+)
+
+// ginkgoSeed orders the specs alike in both runs.
+const ginkgoSeed = "1436380640"
+
+// TestConformance runs upstream v1.17.3's conformance tests on a one-node cluster
+// (startCluster), first with the stock control plane, then with ours swapped in by cpswap as an
+// operator would, each run in Phases. JUnit files go to the test's log directory,
+// junit/<variant>/; conformance-report compares them.
+func TestConformance(t *testing.T) {
+	variants := strings.Fields(envOr(variantsVar, "stock ours"))
+	if v := strings.Join(variants, " "); v != "stock ours" && v != "stock" && v != "ours" {
+		t.Fatalf("%s=%q: it is \"stock ours\", \"stock\" or \"ours\"", variantsVar, os.Getenv(variantsVar))
+	}
+	parallel, err := strconv.Atoi(envOr(nodesVar, "8"))
+	if err != nil || parallel < 1 {
+		t.Fatalf("%s=%q: a number of ginkgo nodes, 1 or more", nodesVar, os.Getenv(nodesVar))
+	}
+	var focus *regexp.Regexp
+	if f := os.Getenv(focusVar); f != "" {
+		if focus, err = regexp.Compile(f); err != nil {
+			t.Fatalf("%s=%q: %v", focusVar, f, err)
+		}
+	}
+	e2e := harness.Binary(t, "stock", "e2e.test")
+	ginkgo := harness.Binary(t, "stock", "ginkgo")
+	phases := Phases(parallel)
+	if focus != nil {
+		phases = narrow(t, e2e, phases, focus)
+	}
+
+	kubeadmnode.ClaimMachine(t)
+	var ours *ourRelease
+	if contains(variants, "ours") {
+		ours = publishRelease(t)
+	}
+	c := startCluster(t, ours)
+	logDir := harness.LogDir(t)
+	for _, variant := range variants {
+		if variant == "ours" {
+			c.swapIn(t, ours)
+		}
+		c.recordImages(t, variant, logDir, ours)
+		start := time.Now()
+		for _, p := range phases {
+			c.runPhase(t, ginkgo, e2e, variant, p, logDir)
+			c.waitSettled(t)
+		}
+		t.Logf("RUN %s: %.1f min", variant, time.Since(start).Minutes())
+	}
+}
+
+func envOr(name, fallback string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return fallback
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// narrow keeps in each phase only the tests focus matches, named one by one (ginkgo takes one
+// focus regexp, and a spec's name is matched whole); a phase left empty is dropped.
+func narrow(t *testing.T, e2e string, phases []Phase, focus *regexp.Regexp) []Phase {
+	var kept []Phase
+	for _, p := range phases {
+		var names []string
+		for name := range dryRun(t, e2e, p.Focus, p.Skip) {
+			if focus.MatchString(name) {
+				names = append(names, regexp.QuoteMeta(name))
+			}
+		}
+		if len(names) == 0 {
+			continue
+		}
+		sort.Strings(names)
+		p.Focus, p.Skip = strings.Join(names, "|"), ""
+		t.Logf("%s: %d tests match %s", p.Name, len(names), focus)
+		kept = append(kept, p)
+	}
+	if len(kept) == 0 {
+		t.Fatalf("%s=%q matches no conformance test", focusVar, focus)
+	}
+	return kept
+}
+
+// runPhase runs one ginkgo invocation of e2e.test from inside the node's namespace, its JUnit
+// files in logDir/junit/<variant>/. Failed tests are the report's to judge; a phase that times
+// out or leaves no JUnit file fails the run.
+func (c *cluster) runPhase(t *testing.T, ginkgo, e2e, variant string, p Phase, logDir string) {
+	junit := filepath.Join(logDir, "junit", variant)
+	work := filepath.Join(c.node.Dir, "e2e-"+variant+"-"+p.Name)
+	for _, dir := range []string{junit, work, filepath.Join(work, "home"), filepath.Join(work, "tmp"), filepath.Join(work, "repo")} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := []string{fmt.Sprintf("-nodes=%d", p.Nodes), "-noColor", "-succinct", fmt.Sprintf("-timeout=%s", p.Timeout), e2e, "--",
+		"--kubeconfig=" + c.node.Path("etc/kubernetes/admin.conf"), "--provider=skeleton", "--num-nodes=1",
+		"--kubectl-path=" + harness.Binary(t, "stock", "kubectl"), "--repo-root=" + filepath.Join(work, "repo"),
+		"--disable-log-dump", "--system-pods-startup-timeout=5m",
+		"--report-dir=" + junit, "--report-prefix=" + variant + "-" + p.Name + "-",
+		"--ginkgo.seed=" + ginkgoSeed, "--ginkgo.slowSpecThreshold=120", "--ginkgo.focus=" + p.Focus}
+	if p.Skip != "" {
+		args = append(args, "--ginkgo.skip="+p.Skip)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.Timeout+5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "nsenter", append([]string{"--net=" + c.ns.Path, "--", ginkgo}, args...)...)
+	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "HOME="+filepath.Join(work, "home"), "TMPDIR="+filepath.Join(work, "tmp"),
+		"KUBECONFIG="+c.node.Path("etc/kubernetes/admin.conf"))
+	log, err := os.Create(filepath.Join(logDir, variant+"-"+p.Name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	cmd.Stdout, cmd.Stderr = log, log
+	start := time.Now()
+	runErr := cmd.Run()
+	files, _ := filepath.Glob(filepath.Join(junit, "junit_"+variant+"-"+p.Name+"-*.xml"))
+	run, readErr := report.ReadRun(junit)
+	passed, failed := 0, 0
+	for name, tc := range run {
+		if !strings.Contains(name, "[Conformance]") {
+			continue
+		}
+		switch tc.Result {
+		case report.Passed:
+			passed++
+		case report.Failed:
+			failed++
+		}
+	}
+	t.Logf("PHASE %s %s: %.1f min, ginkgo %v; %s so far: %d passed, %d failed", variant, p.Name, time.Since(start).Minutes(), runErr, variant, passed, failed)
+	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("%s %s: ginkgo ran past %s (log %s)", variant, p.Name, p.Timeout, log.Name())
+	case len(files) == 0 || readErr != nil:
+		t.Fatalf("%s %s: no JUnit file from ginkgo (%v, %v; log %s)", variant, p.Name, runErr, readErr, log.Name())
+	}
+}
+
+// waitSettled waits, after a phase, for the tests' namespaces to be gone and kube-system's pods
+// to be ready again, so the next phase starts on the cluster as it was.
+func (c *cluster) waitSettled(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	kept := map[string]bool{"default": true, "kube-system": true, "kube-public": true, "kube-node-lease": true}
+	err := kubeadmnode.WaitFor(ctx, 5*time.Second, func() (bool, error) {
+		namespaces, err := c.client.CoreV1().Namespaces().List(metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, ns := range namespaces.Items {
+			if !kept[ns.Name] {
+				return false, fmt.Errorf("namespace %s is still there (%s)", ns.Name, ns.Status.Phase)
+			}
+		}
+		pods, err := c.client.CoreV1().Pods("kube-system").List(metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, pod := range pods.Items {
+			if !podReady(&pod) {
+				return false, fmt.Errorf("kube-system pod %s is not ready", pod.Name)
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("the cluster did not settle after a phase: %v", err)
+	}
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// recordImages writes <variant>-images.txt in logDir: each control-plane component and the image
+// the kubelet runs for it, by ID or digest, for the report to name; for ours, the release's
+// components also by their image for this machine, the digest an operator's release shares.
+func (c *cluster) recordImages(t *testing.T, variant, logDir string, ours *ourRelease) {
+	var lines []string
+	for _, component := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd"} {
+		pod, err := c.client.CoreV1().Pods("kube-system").Get(component+"-"+c.node.Name, metav1.GetOptions{})
+		if err != nil || len(pod.Status.ContainerStatuses) != 1 {
+			t.Fatalf("%s's mirror pod: %v", component, err)
+		}
+		status := pod.Status.ContainerStatuses[0]
+		// docker://sha256:… (an image loaded) or docker-pullable://REPO@sha256:… (pulled by digest)
+		id := status.ImageID[strings.LastIndexAny(status.ImageID, "/@")+1:]
+		lines = append(lines, fmt.Sprintf("%s %s", status.Image, id))
+		if platform, ok := ours.platformImage(component); ok && variant == "ours" {
+			lines = append(lines, fmt.Sprintf("%s(linux/%s) %s", component, runtime.GOARCH, platform))
+		}
+	}
+	if err := os.WriteFile(filepath.Join(logDir, variant+"-images.txt"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
