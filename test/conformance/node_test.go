@@ -57,7 +57,7 @@ func (c *cluster) startServer(t *testing.T) string {
 	labels := map[string]string{"app": "netexec"}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "netexec", Labels: labels},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: agnhostImage,
-			Args: []string{"netexec", "--http-port=8080"},
+			Args:           []string{"netexec", "--http-port=8080"},
 			ReadinessProbe: &corev1.Probe{Handler: corev1.Handler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt(8080)}}}}}}}
 	if _, err := c.client.CoreV1().Pods("default").Create(pod); err != nil {
 		t.Fatal(err)
