@@ -94,6 +94,8 @@ type cluster struct {
 	node   *kubeadmnode.Node
 	ns     *kubeadmnode.NetNS
 	client kubernetes.Interface
+	// work holds what the test runs write besides their logs.
+	work string
 }
 
 // startCluster claims the machine, cleans up after a killed run, and brings the node up in a

@@ -68,6 +68,7 @@ func TestConformance(t *testing.T) {
 		ours = publishRelease(t)
 	}
 	c := startCluster(t, ours)
+	c.work = t.TempDir() // e2e.test's HOME, TMPDIR and --repo-root, per phase
 	logDir := harness.LogDir(t)
 	for _, variant := range variants {
 		if variant == "ours" {
@@ -129,7 +130,7 @@ func narrow(t *testing.T, e2e string, phases []Phase, focus *regexp.Regexp) []Ph
 // out or leaves no JUnit file fails the run.
 func (c *cluster) runPhase(t *testing.T, ginkgo, e2e, variant string, p Phase, logDir string) {
 	junit := filepath.Join(logDir, "junit", variant)
-	work := filepath.Join(c.node.Dir, "e2e-"+variant+"-"+p.Name)
+	work := filepath.Join(c.work, variant+"-"+p.Name)
 	for _, dir := range []string{junit, work, filepath.Join(work, "home"), filepath.Join(work, "tmp"), filepath.Join(work, "repo")} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
