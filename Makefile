@@ -159,6 +159,10 @@ conformance-images: conformance-build ## The conformance tests' images under the
 conformance: release e2e-fixtures conformance-images ## Upstream's conformance tests, stock control plane then ours by cpswap, on one node offline -> docs/conformance.md, the release's conformance.txt (< 2 h)
 	build/conformance.sh
 
+.PHONY: conformance-clean
+conformance-clean: ## Remove what a killed make conformance left (its processes, namespace, mounts, cgroups, containers)
+	go test -count=1 -v -timeout 5m -run '^TestConformanceClean$$' ./test/conformance/
+
 .PHONY: test
 test: lint verify-patches verify-monitoring test-unit test-upstream-subset test-regression test-image test-publish test-e2e prove-patches ## Everything CI runs
 	@echo "make test: all checks passed"

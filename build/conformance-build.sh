@@ -101,7 +101,7 @@ func (w withoutProtobuf) SupportedMediaTypes() []runtime.SerializerInfo {
 	return infos
 }
 EOT
-[ "$(diff "${original}" "${changed}" | grep -c '^>')" -eq 15 ] ||
+[ "$(grep -c '^	apiGroupInfo.NegotiatedSerializer = withoutProtobuf{Codecs}$' "${changed}")" -eq 1 ] ||
   die "${original}: expected one NewDefaultAPIGroupInfo(wardle.GroupName, ...) to follow with the JSON-only serializer"
 entries+=("\"${original}\": \"${changed}\"")
 (IFS=,; printf '{"Replace": {%s}}\n' "${entries[*]}") > "${overlay}/overlay.json"

@@ -14,6 +14,8 @@ set -o errexit -o nounset -o pipefail
 [ -f "${RELEASE_DIR}/SHA256SUMS" ] || die "no release in ${RELEASE_DIR}: run 'make conformance' (it cuts it first)"
 logs="${OUTPUT_DIR}/test-logs/TestConformance"
 start=$(date +%s)
+# Interrupted, go test dies without its cleanups: what it started goes the way the next run's would.
+trap 'trap - INT TERM; make -C "${REPO_ROOT}" conformance-clean; exit 130' INT TERM
 # The test checks that the images it ran are the release's (RELEASE_DIR) before it runs them.
 (cd "${REPO_ROOT}" && RELEASE_DIR="${RELEASE_DIR}" go test -count=1 -v -timeout 170m -run '^TestConformance$' ./test/conformance/) ||
   die "TestConformance failed (its log above; the runs' logs in ${logs})"

@@ -8,7 +8,7 @@
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
 
-docs=(README.md docs/operations.md docs/development.md docs/ha.md docs/benchmarks.md images/README.md images/*/README.md)
+docs=(README.md docs/operations.md docs/development.md docs/ha.md docs/benchmarks.md docs/conformance.md images/README.md images/*/README.md)
 [ $# -eq 0 ] || docs=("$@")
 problems=()
 cd "${REPO_ROOT}"

@@ -114,9 +114,7 @@ func startCluster(t *testing.T, ours *ourRelease) *cluster {
 		t.Fatal(err)
 	}
 
-	// A killed run's node first: its namespace file lives in its run directory.
-	leftover := kubeadmnode.New(t, nodeConfig(t, &kubeadmnode.NetNS{Path: filepath.Join(nodeRunDir, "netns")}))
-	leftover.CleanLeftovers(t)
+	cleanLeftovers(t)
 	if err := os.MkdirAll(nodeRunDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -151,6 +149,23 @@ func startCluster(t *testing.T, ours *ourRelease) *cluster {
 	c.waitControlPlane(ctx, t)
 	c.deployAddons(ctx, t)
 	return c
+}
+
+// cleanLeftovers tears down what a killed run left: the node, and every process still in its
+// network namespace (whose file lives in the run directory), then the namespace.
+func cleanLeftovers(t *testing.T) {
+	ns := &kubeadmnode.NetNS{Path: filepath.Join(nodeRunDir, "netns")}
+	kubeadmnode.New(t, nodeConfig(t, ns)).CleanLeftovers(t)
+	if err := ns.Remove(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestConformanceClean (make conformance-clean) removes what a killed conformance run left, as
+// the next run would first.
+func TestConformanceClean(t *testing.T) {
+	kubeadmnode.ClaimMachine(t)
+	cleanLeftovers(t)
 }
 
 // conformanceImages are make conformance-images' archives (images.txt lists what it built).

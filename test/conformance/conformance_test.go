@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -149,6 +150,9 @@ func (c *cluster) runPhase(t *testing.T, ginkgo, e2e, variant string, p Phase, l
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "nsenter", append([]string{"--net=" + c.ns.Path, "--", ginkgo}, args...)...)
 	cmd.Dir = work
+	// nsenter executes ginkgo in place: it dies with the test; what it started dies in the teardown,
+	// or the next run's, with every other process in the node's namespace.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Env = append(os.Environ(), "HOME="+filepath.Join(work, "home"), "TMPDIR="+filepath.Join(work, "tmp"),
 		"KUBECONFIG="+c.node.Path("etc/kubernetes/admin.conf"))
 	log, err := os.Create(filepath.Join(logDir, variant+"-"+p.Name+".log"))
@@ -223,9 +227,9 @@ func podReady(pod *corev1.Pod) bool {
 	return false
 }
 
-// recordImages writes <variant>-images.txt in logDir: each control-plane component and the image
-// the kubelet runs for it, by ID or digest, for the report to name; for ours, the release's
-// components also by their image for this machine, the digest an operator's release shares.
+// recordImages writes <variant>-images.txt in logDir, for the report to name: each control-plane
+// component's image as the kubelet runs it, by ID; the release's, in ours, by their image for
+// this machine's architecture, the digest the operator's release (RELEASE_DIR) shares.
 func (c *cluster) recordImages(t *testing.T, variant, logDir string, ours *ourRelease) {
 	var lines []string
 	for _, component := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd"} {
@@ -234,12 +238,15 @@ func (c *cluster) recordImages(t *testing.T, variant, logDir string, ours *ourRe
 			t.Fatalf("%s's mirror pod: %v", component, err)
 		}
 		status := pod.Status.ContainerStatuses[0]
-		// docker://sha256:… (an image loaded) or docker-pullable://REPO@sha256:… (pulled by digest)
+		if platform, ok := ours.platformImage(component); ok && variant == "ours" {
+			// Pulled from the test's registry by the index digest of a release cut for it, which
+			// names only this machine's architecture: its image is what the release has too.
+			lines = append(lines, fmt.Sprintf("%s:%s(linux/%s) %s", component, filepath.Base(ours.dir), runtime.GOARCH, platform))
+			continue
+		}
+		// docker://sha256:…, an image loaded by its ID
 		id := status.ImageID[strings.LastIndexAny(status.ImageID, "/@")+1:]
 		lines = append(lines, fmt.Sprintf("%s %s", status.Image, id))
-		if platform, ok := ours.platformImage(component); ok && variant == "ours" {
-			lines = append(lines, fmt.Sprintf("%s(linux/%s) %s", component, runtime.GOARCH, platform))
-		}
 	}
 	if err := os.WriteFile(filepath.Join(logDir, variant+"-images.txt"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -216,4 +217,36 @@ func (ns *NetNS) Forward(addr string, stop <-chan struct{}) error {
 		}
 	}()
 	return nil
+}
+
+// KillProcesses SIGKILLs every process in the namespace (what a killed run left running in it:
+// ginkgo and its e2e.test nodes, a cpswap, a shim's children) and returns how many it killed. A
+// namespace whose file is gone has none left to find.
+func (ns *NetNS) KillProcesses() (int, error) {
+	target, err := os.Stat(ns.Path)
+	if os.IsNotExist(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	killed := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		info, err := os.Stat(fmt.Sprintf("/proc/%d/ns/net", pid))
+		if err != nil || !os.SameFile(info, target) {
+			continue
+		}
+		if err := unix.Kill(pid, unix.SIGKILL); err == nil {
+			killed++
+		}
+	}
+	return killed, nil
 }

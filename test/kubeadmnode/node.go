@@ -449,6 +449,13 @@ func (n *Node) Teardown(t *testing.T) {
 		}
 		n.Dockerd.Stop()
 	}
+	if n.NetNS != nil {
+		if killed, err := n.NetNS.KillProcesses(); err != nil {
+			note("killing the processes in %s: %v", n.NetNS.Path, err)
+		} else if killed > 0 {
+			t.Logf("killed %d processes left in %s", killed, n.NetNS.Path)
+		}
+	}
 	cgroups := n.cgroups(t)
 	if killed, err := killProcessTrees([]string{n.Root, n.RunDir}, cgroups); err != nil {
 		note("killing leftover processes: %v", err)
