@@ -198,15 +198,20 @@ func unescapeMountPath(s string) string {
 // cgroupV1Root is where the host mounts its cgroup v1 hierarchies, one directory each.
 const cgroupV1Root = "/sys/fs/cgroup"
 
-// cgroupDirs returns name's directory in every cgroup v1 hierarchy the host mounts.
-func cgroupDirs(name string) ([]string, error) {
+// unifiedHierarchy is the cgroup v2 hierarchy a hybrid host mounts beside the v1 ones: the
+// kubelet needs nothing there, but runc mirrors its containers' cgroups in it.
+const unifiedHierarchy = "unified"
+
+// cgroupDirs returns name's directory in every cgroup v1 hierarchy the host mounts, and, with
+// unified, in its cgroup v2 hierarchy too.
+func cgroupDirs(name string, unified bool) ([]string, error) {
 	entries, err := os.ReadDir(cgroupV1Root)
 	if err != nil {
 		return nil, err
 	}
 	var dirs []string
 	for _, e := range entries {
-		if !e.IsDir() || e.Name() == "unified" {
+		if !e.IsDir() || (e.Name() == unifiedHierarchy && !unified) {
 			continue
 		}
 		if _, err := os.Stat(filepath.Join(cgroupV1Root, e.Name(), "cgroup.procs")); err == nil {
@@ -250,7 +255,13 @@ func removeCgroups(dirs []string) error {
 		})
 		sort.Slice(sub, func(i, j int) bool { return len(sub[i]) > len(sub[j]) })
 		for _, d := range sub {
-			if err := syscall.Rmdir(d); err != nil && !errors.Is(err, syscall.ENOENT) {
+			// A cgroup stays busy for a moment after its last process was reaped.
+			err := syscall.Rmdir(d)
+			for deadline := time.Now().Add(5 * time.Second); errors.Is(err, syscall.EBUSY) && time.Now().Before(deadline); {
+				time.Sleep(100 * time.Millisecond)
+				err = syscall.Rmdir(d)
+			}
+			if err != nil && !errors.Is(err, syscall.ENOENT) {
 				errs = append(errs, fmt.Errorf("rmdir %s: %v", d, err))
 			}
 		}

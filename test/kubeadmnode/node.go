@@ -275,7 +275,7 @@ func (n *Node) untrustRegistries() error {
 // path), pointed at the private dockerd, and with every path it would write under the master's
 // root. It registers its Node with the apiserver it hosts, so the static pods have mirror pods.
 func (n *Node) StartKubelet(t *testing.T) {
-	if err := createCgroups(n.cgroups(t)); err != nil {
+	if err := createCgroups(n.cgroups(t, false)); err != nil {
 		t.Fatalf("setup: cgroup root: %v", err)
 	}
 	for _, dir := range []string{"var/lib/kubelet", "var/lib/dockershim", "usr/libexec/kubernetes/kubelet-plugins/volume/exec"} {
@@ -324,8 +324,10 @@ func (n *Node) StartKubelet(t *testing.T) {
 	go n.keepPodLogs(n.stopLogs, n.logsStopped)
 }
 
-func (n *Node) cgroups(t *testing.T) []string {
-	dirs, err := cgroupDirs(n.Cgroup)
+// cgroups are the node's cgroup directories: the kubelet's --cgroup-root in every v1 hierarchy,
+// and with unified also the v2 one, where runc creates it (to remove, not to create).
+func (n *Node) cgroups(t *testing.T, unified bool) []string {
+	dirs, err := cgroupDirs(n.Cgroup, unified)
 	if err != nil {
 		t.Fatalf("cgroups: %v", err)
 	}
@@ -456,7 +458,7 @@ func (n *Node) Teardown(t *testing.T) {
 			t.Logf("killed %d processes left in %s", killed, n.NetNS.Path)
 		}
 	}
-	cgroups := n.cgroups(t)
+	cgroups := n.cgroups(t, true)
 	if killed, err := killProcessTrees([]string{n.Root, n.RunDir}, cgroups); err != nil {
 		note("killing leftover processes: %v", err)
 	} else if killed > 0 && (n.Kubelet != nil || n.Dockerd != nil) {
@@ -609,7 +611,11 @@ func (n *Node) copyPodLogs() {
 // CleanLeftovers removes what a killed earlier run left: its processes, mounts, cgroups, the
 // host's kernel parameters and pod logs as they were before it, its directories.
 func (n *Node) CleanLeftovers(t *testing.T) {
-	if !Exists(n.Dir) && !Exists(n.RunDir) {
+	left := Exists(n.Dir) || Exists(n.RunDir)
+	for _, dir := range n.cgroups(t, true) {
+		left = left || Exists(dir)
+	}
+	if !left {
 		return
 	}
 	t.Logf("cleaning up after an earlier run in %s and %s", n.Dir, n.RunDir)
