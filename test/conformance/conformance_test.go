@@ -83,6 +83,12 @@ func TestConformance(t *testing.T) {
 		}
 		t.Logf("RUN %s: %.1f min", variant, time.Since(start).Minutes())
 	}
+	// Offline, a missing image fails its pull at once and the test that wanted it fails on its
+	// own; this names the image.
+	if pulls := unexpectedPulls(c.node.Kubelet.LogLines("Pulling image"), ours); len(pulls) > 0 {
+		t.Errorf("PULL ATTEMPT: the kubelet tried to pull images the run does not have (make conformance-images builds each test's): %s",
+			strings.Join(pulls, ", "))
+	}
 }
 
 func envOr(name, fallback string) string {
