@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -65,7 +66,7 @@ func TestConformance(t *testing.T) {
 
 	kubeadmnode.ClaimMachine(t)
 	var ours *ourRelease
-	if contains(variants, "ours") {
+	if slices.Contains(variants, "ours") {
 		ours = publishRelease(t)
 	}
 	c := startCluster(t, ours)
@@ -96,15 +97,6 @@ func envOr(name, fallback string) string {
 		return v
 	}
 	return fallback
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // narrow keeps in each phase only the tests focus matches, named one by one (ginkgo takes one
