@@ -63,6 +63,10 @@ lint: ## shellcheck the scripts; gofmt and go vet this repository's Go code; doc
 verify-monitoring: ## promtool check/test the alerting rules; validate the dashboard's queries
 	build/verify-monitoring.sh
 
+.PHONY: vulncheck
+vulncheck: build ## govulncheck on every binary we ship and on our modules: each finding fixed or explained in patches/SECURITY.md (offline: VULNDB=dir|zip)
+	build/vulncheck.sh
+
 .PHONY: verify-reproducible
 verify-reproducible: patch ## Build patched binaries twice (fresh cache, other path) and compare sha256
 	build/verify-reproducible.sh
@@ -164,7 +168,7 @@ conformance-clean: ## Remove what a killed make conformance left (its processes,
 	go test -count=1 -v -timeout 5m -run '^TestConformanceClean$$' ./test/conformance/
 
 .PHONY: test
-test: lint verify-patches verify-monitoring test-unit test-upstream-subset test-regression test-image test-publish test-e2e prove-patches ## Everything CI runs
+test: lint verify-patches verify-monitoring vulncheck test-unit test-upstream-subset test-regression test-image test-publish test-e2e prove-patches ## Everything CI runs
 	@echo "make test: all checks passed"
 
 .PHONY: clean

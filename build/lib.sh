@@ -188,7 +188,9 @@ version_ldflags() {
   build_date=$(date -u -d "@${epoch}" +%Y-%m-%dT%H:%M:%SZ) || return 1
   major=${UPSTREAM_VERSION#v}; major=${major%%.*}
   minor=${UPSTREAM_VERSION#v*.}; minor=${minor%%.*}
-  flags="-s -w -buildid="
+  # -w drops DWARF; the symbol table stays (no -s), so that govulncheck, ours and an operator's,
+  # sees which functions a binary holds: a stripped one it can only judge module by module.
+  flags="-w -buildid="
   for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     flags+=" -X ${pkg}.gitVersion=${version} -X ${pkg}.gitCommit=${commit}"
     flags+=" -X ${pkg}.gitTreeState=clean -X ${pkg}.buildDate=${build_date}"
@@ -217,4 +219,51 @@ image_build_tool() {
   local tool="${OUTPUT_DIR}/tools/image-build"
   (cd "${REPO_ROOT}/images/builder" && go build -trimpath -o "${tool}" ./cmd/image-build) || return 1
   echo "${tool}"
+}
+
+# build_cpswap ARCH DIR: builds cpswap, the operator's tool every release ships, for linux/ARCH
+# into DIR/cpswap (static, reproducible: no build id, no VCS stamp; its symbol table kept for
+# govulncheck, as version_ldflags says).
+build_cpswap() {
+  (cd "${REPO_ROOT}" && CGO_ENABLED=0 GOOS=linux GOARCH=$1 go build -trimpath -buildvcs=false \
+    -ldflags="-w -buildid=" -o "$2/cpswap" ./cmd/cpswap)
+}
+
+# govulncheck_path: the govulncheck VERSION pins (GOVULNCHECK_VERSION), as hack/install-tools.sh
+# installs it into GOPATH/bin; stops naming what is missing.
+govulncheck_path() {
+  local tool
+  tool="$(go env GOPATH)/bin/govulncheck"
+  [ -x "${tool}" ] || tool=$(command -v govulncheck) ||
+    die "missing govulncheck: run 'sudo hack/install-tools.sh' (README), which installs ${GOVULNCHECK_VERSION}"
+  "${tool}" -version 2>/dev/null | grep -qx "Scanner: govulncheck@${GOVULNCHECK_VERSION}" ||
+    die "${tool} is not govulncheck ${GOVULNCHECK_VERSION} (VERSION): run 'sudo hack/install-tools.sh'"
+  echo "${tool}"
+}
+
+# vulndb_url: the Go vulnerability database govulncheck reads. VULNDB unset: the public one.
+# VULNDB may name a URL, a directory in the database's v1 layout, or a zip of it (unpacked once
+# under _output/vulndb), for machines with no route to the public one (CI, air-gapped masters).
+vulndb_url() {
+  local db=${VULNDB:-https://vuln.go.dev} dir sum
+  case "${db}" in
+    https://*|http://*|file://*) echo "${db}"; return ;;
+  esac
+  [ -e "${db}" ] || die "VULNDB=${db}: no such file or directory (want a URL, a directory or a zip of the Go vulnerability database)"
+  db=$(cd "$(dirname "${db}")" && echo "${PWD}/$(basename "${db}")")
+  if [ -d "${db}" ]; then
+    dir=${db}
+  else
+    case "${db}" in *.zip) ;; *) die "VULNDB=${db}: not a directory or a .zip" ;; esac
+    sum=$(sha256sum "${db}" | cut -c1-16)
+    dir="${OUTPUT_DIR}/vulndb/${sum}"
+    if [ ! -d "${dir}" ]; then
+      rm -rf "${dir}.partial"
+      mkdir -p "${dir}.partial"
+      python3 -m zipfile -e "${db}" "${dir}.partial" >/dev/null || die "VULNDB=${db}: cannot unpack the zip"
+      mv "${dir}.partial" "${dir}"
+    fi
+  fi
+  [ -f "${dir}/index/db.json" ] || die "VULNDB=${db}: no index/db.json: not the Go vulnerability database's v1 layout"
+  echo "file://${dir}"
 }

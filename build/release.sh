@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Cuts a release into RELEASE_DIR (default _output/release/<version>/): binaries (linux amd64 and arm64), images (OCI
 # layout, OCI tar, docker-archives), kubeadm static-pod manifests naming the images by tag and
-# digest, an SPDX SBOM, RELEASE_NOTES.md from the patch headers, and SHA256SUMS of all of it. The directory
+# digest, govulncheck's scan of each binary (vulncheck/), an SPDX SBOM, RELEASE_NOTES.md from the patch headers, and SHA256SUMS of all of it. The directory
 # appears only when everything is in it. It takes the images, binaries and stock kubeadm that
 # earlier stages made (make release runs them).
 #   REGISTRY=registry.example.com/k8s build/release.sh
@@ -31,9 +31,10 @@ for arch in ${ARCHS}; do
 done
 cp -r "${images}"/. "${partial}/images/"
 for arch in ${ARCHS}; do
-  (cd "${REPO_ROOT}" && CGO_ENABLED=0 GOOS=linux GOARCH=${arch} go build -trimpath -buildvcs=false \
-    -ldflags="-s -w -buildid=" -o "${partial}/bin/linux-${arch}/cpswap" ./cmd/cpswap)
+  build_cpswap "${arch}" "${partial}/bin/linux-${arch}"
 done
+# The scan of every binary the release ships, read beside the SBOM; an unexplained finding stops it.
+"${REPO_ROOT}/build/vulncheck.sh" --release "${partial}"
 
 log "static-pod manifests from kubeadm ${UPSTREAM_VERSION}"
 kubeadm_root=$(mktemp -d)

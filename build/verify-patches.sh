@@ -20,6 +20,10 @@ duplicates=$(series_patches | sort | uniq -d)
 for patch in "${PATCHES_DIR}"/*.patch; do
   [ -e "${patch}" ] || continue
   series_patches | grep -qxF "$(basename "${patch}")" || problems+=("$(basename "${patch}") is not listed in patches/series")
+  # A binary in a patch is a build output committed by mistake (go build in the tree's root).
+  if grep -q '^GIT binary patch$' "${patch}"; then
+    problems+=("$(basename "${patch}") carries a binary file ($(grep -B3 '^GIT binary patch$' "${patch}" | sed -n 's|^diff --git a/\([^ ]*\) .*|\1|p' | tr '\n' ' ')): remove it from the commit in the tree and run hack/refresh-patches.sh")
+  fi
 done
 listed=()
 while read -r name; do

@@ -36,3 +36,11 @@ if ! "${gobin}/cosign" version 2>/dev/null | grep -q "GitVersion: *${cosign_vers
   GOBIN="${gobin}" GOFLAGS=-trimpath go install -ldflags="-X sigs.k8s.io/release-utils/version.gitVersion=${cosign_version}" \
     "github.com/sigstore/cosign/v2/cmd/cosign@${cosign_version}"
 fi
+
+# govulncheck, pinned in VERSION (make vulncheck and make release scan every shipped binary with it).
+# shellcheck source=VERSION
+GOVULNCHECK_VERSION=$(. "$(dirname "$0")/../VERSION" && echo "${GOVULNCHECK_VERSION}")
+if ! "${gobin}/govulncheck" -version 2>/dev/null | grep -qx "Scanner: govulncheck@${GOVULNCHECK_VERSION}"; then
+  echo "installing govulncheck ${GOVULNCHECK_VERSION} into ${gobin}"
+  GOBIN="${gobin}" GOFLAGS=-trimpath go install "golang.org/x/vuln/cmd/govulncheck@${GOVULNCHECK_VERSION}"
+fi

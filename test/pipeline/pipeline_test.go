@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -271,5 +272,76 @@ func TestMissingToolsAreNamed(t *testing.T) {
 	want := "error: missing no-such-tool-a no-such-tool-b: run 'sudo hack/install-tools.sh'"
 	if !strings.Contains(string(out), want) {
 		t.Errorf("need_tools said %q, want it to contain %q (every missing tool, none present, and the fix)", out, want)
+	}
+}
+
+// TestVulncheckNamesABadDatabase: build/vulncheck.sh stops naming VULNDB when it names nothing
+// usable, before it scans anything.
+func TestVulncheckNamesABadDatabase(t *testing.T) {
+	root := harness.RepoRoot(t)
+	notADB := filepath.Join(t.TempDir(), "empty.zip")
+	if out, err := exec.Command("python3", "-m", "zipfile", "-c", notADB, filepath.Join(root, "VERSION")).CombinedOutput(); err != nil {
+		t.Fatalf("making a zip: %v\n%s", err, out)
+	}
+	for vulndb, want := range map[string]string{
+		"/no/such/vulndb.zip":          "VULNDB=/no/such/vulndb.zip: no such file or directory",
+		filepath.Join(root, "VERSION"): "VULNDB=" + filepath.Join(root, "VERSION") + ": not a directory or a .zip",
+		notADB:                         "VULNDB=" + notADB + ": no index/db.json",
+	} {
+		cmd := exec.Command(filepath.Join(root, "build", "vulncheck.sh"))
+		cmd.Env = append(os.Environ(), "VULNDB="+vulndb, "OUTPUT_DIR="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		if strings.Contains(string(out), "missing govulncheck") {
+			tier.Missing(t, "run 'sudo hack/install-tools.sh'", "no govulncheck")
+		}
+		if err == nil || !strings.Contains(string(out), want) {
+			t.Errorf("VULNDB=%s: %v, want an error saying %q:\n%s", vulndb, err, want, out)
+		}
+	}
+}
+
+// TestVulncheckHoldsEveryFindingToSecurityMD: make vulncheck fails naming a finding whose row in
+// SECURITY.md is gone, and a row that no scan reports (a stale explanation).
+func TestVulncheckHoldsEveryFindingToSecurityMD(t *testing.T) {
+	root := harness.RepoRoot(t)
+	harness.Binary(t, "patched", "kube-controller-manager") // a missing build is a missing prerequisite
+	patches := filepath.Join(t.TempDir(), "patches")
+	if out, err := exec.Command("cp", "-r", filepath.Join(root, "patches"), patches).CombinedOutput(); err != nil {
+		t.Fatalf("copy patches: %v\n%s", err, out)
+	}
+	security := filepath.Join(patches, "SECURITY.md")
+	data, err := os.ReadFile(security)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const removed = "| GO-2026-5026 |"
+	var kept []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if !strings.HasPrefix(line, removed) {
+			kept = append(kept, line)
+		}
+		if strings.HasPrefix(line, "| GO-2020-0017 |") {
+			kept = append(kept, "| GO-2099-0001 | `example.com/gone` | `F` | an explanation of a finding no scan reports | never |")
+		}
+	}
+	if len(kept) != len(strings.Split(string(data), "\n")) {
+		t.Fatalf("SECURITY.md has no row %s or no row GO-2020-0017 to edit", removed)
+	}
+	if err := os.WriteFile(security, []byte(strings.Join(kept, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(root, "build", "vulncheck.sh"))
+	cmd.Env = append(os.Environ(), "PATCHES_DIR="+patches, "VULNCHECK_DIR="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if strings.Contains(string(out), "missing govulncheck") {
+		tier.Missing(t, "run 'sudo hack/install-tools.sh'", "no govulncheck")
+	}
+	for _, want := range []string{
+		"linux-" + runtime.GOARCH + "/kube-controller-manager: GO-2026-5026 (golang.org/x/net",
+		"GO-2099-0001 is no longer reported by any scan: remove the stale row",
+	} {
+		if err == nil || !strings.Contains(string(out), want) {
+			t.Errorf("vulncheck with a row removed and a stale one added: %v, want %q:\n%s", err, want, out)
+		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -50,6 +51,31 @@ type env struct {
 
 func TestPublish(t *testing.T) {
 	e := setup(t)
+
+	// make release scanned what it ships (build/vulncheck.sh --release): govulncheck's JSON and
+	// our report for every binary, each listed in SHA256SUMS, nothing left unexplained.
+	t.Run("the release carries the scan of each binary", func(t *testing.T) {
+		sums, err := os.ReadFile(filepath.Join(e.release, "SHA256SUMS"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, binary := range append(append([]string{}, components...), "cpswap") {
+			for _, ext := range []string{".json", ".txt"} {
+				name := "vulncheck/linux-" + runtime.GOARCH + "/" + binary + ext
+				data, err := os.ReadFile(filepath.Join(e.release, name))
+				if err != nil {
+					t.Errorf("the release has no %s: %v", name, err)
+					continue
+				}
+				if !strings.Contains(string(sums), "  "+name+"\n") {
+					t.Errorf("SHA256SUMS does not list %s", name)
+				}
+				if ext == ".txt" && (!strings.Contains(string(data), "govulncheck v") || strings.Contains(string(data), "NOT EXPLAINED")) {
+					t.Errorf("%s is not a report with every finding explained:\n%s", name, data)
+				}
+			}
+		}
+	})
 
 	// Bad inputs first, while the registry is empty: each must fail, name its cause, and leave
 	// no tag.

@@ -54,6 +54,8 @@ type faultProxy struct {
 	// watchRVs records the resourceVersion of every Services watch request.
 	watchRVs []string
 	listRVs  []string
+	// listQueries records every Services list request as "resourceVersion=R limit=L continue=yes|no".
+	listQueries []string
 }
 
 func newFaultProxy(t *testing.T, upstream string) *faultProxy {
@@ -77,6 +79,12 @@ func (p *faultProxy) serve(w http.ResponseWriter, r *http.Request) {
 	if isServices && !isWatch {
 		p.mu.Lock()
 		p.listRVs = append(p.listRVs, r.URL.Query().Get("resourceVersion"))
+		continued := "no"
+		if r.URL.Query().Get("continue") != "" {
+			continued = "yes"
+		}
+		p.listQueries = append(p.listQueries, fmt.Sprintf("resourceVersion=%s limit=%s continue=%s",
+			r.URL.Query().Get("resourceVersion"), r.URL.Query().Get("limit"), continued))
 		stale := p.staleList
 		if stale != nil && r.URL.Query().Get("resourceVersion") == "0" {
 			p.staleListServed = true
@@ -272,6 +280,13 @@ func (p *faultProxy) expireServicesWatches() {
 	defer p.mu.Unlock()
 	close(p.expireWatches)
 	p.expireWatches = make(chan struct{})
+}
+
+// lists returns the Services list requests seen so far (listQueries).
+func (p *faultProxy) lists() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string{}, p.listQueries...)
 }
 
 // requests returns the resourceVersions of the Services lists and watches seen so far.
