@@ -236,7 +236,8 @@ govulncheck_path() {
   tool="$(go env GOPATH)/bin/govulncheck"
   [ -x "${tool}" ] || tool=$(command -v govulncheck) ||
     die "missing govulncheck: run 'sudo hack/install-tools.sh' (README), which installs ${GOVULNCHECK_VERSION}"
-  "${tool}" -version 2>/dev/null | grep -qx "Scanner: govulncheck@${GOVULNCHECK_VERSION}" ||
+  # The binary's build information, not -version: that asks the public database for its date.
+  [ "$(go version -m "${tool}" 2>/dev/null | awk '$1 == "mod" && $2 == "golang.org/x/vuln" {print $3}')" = "${GOVULNCHECK_VERSION}" ] ||
     die "${tool} is not govulncheck ${GOVULNCHECK_VERSION} (VERSION): run 'sudo hack/install-tools.sh'"
   echo "${tool}"
 }
@@ -258,10 +259,12 @@ vulndb_url() {
     sum=$(sha256sum "${db}" | cut -c1-16)
     dir="${OUTPUT_DIR}/vulndb/${sum}"
     if [ ! -d "${dir}" ]; then
-      rm -rf "${dir}.partial"
-      mkdir -p "${dir}.partial"
-      python3 -m zipfile -e "${db}" "${dir}.partial" >/dev/null || die "VULNDB=${db}: cannot unpack the zip"
-      mv "${dir}.partial" "${dir}"
+      local partial
+      mkdir -p "$(dirname "${dir}")"
+      partial=$(mktemp -d "${dir}.partial.XXXXXX")
+      python3 -m zipfile -e "${db}" "${partial}" >/dev/null || { rm -rf "${partial}"; die "VULNDB=${db}: cannot unpack the zip"; }
+      # Another run may have unpacked it meanwhile: keep theirs.
+      mv -T "${partial}" "${dir}" 2>/dev/null || rm -rf "${partial}"
     fi
   fi
   [ -f "${dir}/index/db.json" ] || die "VULNDB=${db}: no index/db.json: not the Go vulnerability database's v1 layout"

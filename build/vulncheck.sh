@@ -50,6 +50,8 @@ scan() {
 }
 
 ours=() baselines=() pids=()
+# A scan still running when this script stops (a failure elsewhere) is stopped with it.
+trap 'for pid in "${pids[@]}"; do kill "${pid}" 2>/dev/null || true; done' EXIT
 if [ -n "${release}" ]; then
   out="${release}/vulncheck"
   rm -rf "${out}"
@@ -106,5 +108,9 @@ done
 # make vulncheck also holds the figures the docs state to the scan, and every row to a finding.
 checks=()
 [ -n "${release}" ] || checks=(-stale -arch "${HOST_ARCH}" -doc "${REPO_ROOT}/README.md" -doc "${PATCHES_DIR}/SECURITY.md")
+# With a copy of the database named (CI's), the docs' figures must be of that copy's date: a
+# refreshed copy fails until they are regenerated. The public one moves on; they are compared
+# when the dates agree.
+[ -n "${release}" ] || [ -z "${VULNDB:-}" ] || checks+=(-figures-of-this-database)
 "${checker}" -security "${PATCHES_DIR}/SECURITY.md" "${checks[@]}" -reports "${out}" "${baselines[@]}" "${ours[@]}"
 log "govulncheck's JSON and a report per target in ${out}"

@@ -40,7 +40,7 @@ fi
 # govulncheck, pinned in VERSION (make vulncheck and make release scan every shipped binary with it).
 # shellcheck source=VERSION
 GOVULNCHECK_VERSION=$(. "$(dirname "$0")/../VERSION" && echo "${GOVULNCHECK_VERSION}")
-if ! "${gobin}/govulncheck" -version 2>/dev/null | grep -qx "Scanner: govulncheck@${GOVULNCHECK_VERSION}"; then
+if [ "$(go version -m "${gobin}/govulncheck" 2>/dev/null | awk '$1 == "mod" && $2 == "golang.org/x/vuln" {print $3}')" != "${GOVULNCHECK_VERSION}" ]; then
   echo "installing govulncheck ${GOVULNCHECK_VERSION} into ${gobin}"
   GOBIN="${gobin}" GOFLAGS=-trimpath go install "golang.org/x/vuln/cmd/govulncheck@${GOVULNCHECK_VERSION}"
 fi

@@ -51,6 +51,7 @@ type message struct {
 		DBLastModified *time.Time `json:"db_last_modified"`
 		GoVersion      string     `json:"go_version"`
 		ScanMode       string     `json:"scan_mode"`
+		ScanLevel      string     `json:"scan_level"`
 	} `json:"config"`
 	OSV *struct {
 		ID      string   `json:"id"`
@@ -99,6 +100,11 @@ func ParseScan(target string, r io.Reader) (*Scan, error) {
 			}
 			scan.GoVersion = m.Config.GoVersion
 			scan.Mode = m.Config.ScanMode
+			// Only a symbol-level scan reports findings at symbol level: a module- or package-
+			// level one would pass with none.
+			if m.Config.ScanLevel != "symbol" {
+				return nil, fmt.Errorf("%s: govulncheck scanned at level %q, want \"symbol\"", target, m.Config.ScanLevel)
+			}
 		case m.OSV != nil:
 			osvs[m.OSV.ID] = osvInfo{m.OSV.Aliases, m.OSV.Summary}
 		case m.Finding != nil:

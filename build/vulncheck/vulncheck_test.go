@@ -74,7 +74,8 @@ func TestParseScanRejectsWhatIsNotGovulncheckJSON(t *testing.T) {
 	for name, in := range map[string]string{
 		"not JSON":     "Your code is affected by 2 vulnerabilities",
 		"no config":    `{"osv":{"id":"GO-2021-0064"}}`,
-		"empty trace":  `{"config":{}}` + "\n" + `{"finding":{"osv":"GO-2021-0064"}}`,
+		"empty trace":  `{"config":{"scan_level":"symbol"}}` + "\n" + `{"finding":{"osv":"GO-2021-0064"}}`,
+		"module level": `{"config":{"scan_level":"module"}}`,
 		"empty output": "",
 	} {
 		if _, err := ParseScan("t", strings.NewReader(in)); err == nil {
