@@ -29,5 +29,11 @@ problems=$(patch_header_problems "${probe}/$(basename "${message}")")
 [ -z "${problems}" ] || die "$(printf 'message header incomplete:\n%s' "${problems}")"
 
 tree_git add -A
+# A binary in the change is a build output (go build without -o in the tree's root), not a fix.
+binaries=$(tree_git diff --cached --numstat | awk '$1 == "-" && $2 == "-" {print $3}')
+if [ -n "${binaries}" ]; then
+  tree_git reset -q
+  die "the change adds binary files, which no patch carries: ${binaries//$'\n'/ } (delete them from ${TREE_DIR}; build with 'go build -o /dev/null')"
+fi
 tree_git commit -q --cleanup=strip --author="${author}" -F "$(cd "$(dirname "${message}")" && pwd)/$(basename "${message}")"
 "$(dirname "$0")/refresh-patches.sh"
