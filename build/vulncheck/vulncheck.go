@@ -152,6 +152,16 @@ func ParseScan(target string, r io.Reader) (*Scan, error) {
 	return scan, nil
 }
 
+// symbolList names the first symbols found and counts the rest: an advisory of a module whose
+// generated types a binary holds (etcd's) can match hundreds; govulncheck's JSON has them all.
+func symbolList(symbols []string) string {
+	const shown = 6
+	if len(symbols) <= shown {
+		return strings.Join(symbols, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(symbols[:shown], ", "), len(symbols)-shown)
+}
+
 func appendNew(list []string, s string) []string {
 	for _, have := range list {
 		if have == s {
@@ -246,7 +256,7 @@ func Check(scans []*Scan, rows map[string]Row, stale bool) []string {
 			switch {
 			case !ok:
 				problems = append(problems, fmt.Sprintf("%s: %s (%s %s, %s) has no row in SECURITY.md's %q: fix it or explain it",
-					s.Target, f.ID, f.Module, f.Version, strings.Join(f.Symbols, ", "), TableHeading))
+					s.Target, f.ID, f.Module, f.Version, symbolList(f.Symbols), TableHeading))
 			case row.Module != f.Module:
 				problems = append(problems, fmt.Sprintf("%s: %s is in %s, but SECURITY.md line %d says %s", s.Target, f.ID, f.Module, row.Line, row.Module))
 			}
@@ -307,7 +317,7 @@ func WriteReport(w io.Writer, s *Scan, rows map[string]Row) error {
 		if fixed == "" {
 			fixed = "no fixed release"
 		}
-		fmt.Fprintf(b, "\n%s\n  %s\n  module: %s %s (fixed in %s)\n  found: %s\n", strings.Join(append([]string{f.ID}, f.Aliases...), " "), f.Summary, f.Module, f.Version, fixed, strings.Join(f.Symbols, ", "))
+		fmt.Fprintf(b, "\n%s\n  %s\n  module: %s %s (fixed in %s)\n  found: %s\n", strings.Join(append([]string{f.ID}, f.Aliases...), " "), f.Summary, f.Module, f.Version, fixed, symbolList(f.Symbols))
 		if row, ok := rows[f.ID]; ok {
 			fmt.Fprintf(b, "  why it is not reachable or not exploitable here: %s\n  what would make it reachable: %s\n", row.Answer, row.ReachableIf)
 		} else {
