@@ -254,3 +254,17 @@ func TestCounts(t *testing.T) {
 		t.Errorf("arm64 counts %+v from an amd64 scan", got)
 	}
 }
+
+func TestSymbolListCountsWhatItLeavesOut(t *testing.T) {
+	for _, tc := range []struct {
+		symbols []string
+		want    string
+	}{
+		{[]string{"a", "b"}, "a, b"},
+		{[]string{"a", "b", "c", "d", "e", "f", "g", "h"}, "a, b, c, d, e, f and 2 more"},
+	} {
+		if got := symbolList(tc.symbols); got != tc.want {
+			t.Errorf("symbolList(%q) = %q, want %q", tc.symbols, got, tc.want)
+		}
+	}
+}
