@@ -12,7 +12,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -263,12 +265,7 @@ func Check(scans []*Scan, rows map[string]Row, stale bool) []string {
 		}
 	}
 	if stale {
-		var ids []string
-		for id := range rows {
-			ids = append(ids, id)
-		}
-		sort.Strings(ids)
-		for _, id := range ids {
+		for _, id := range slices.Sorted(maps.Keys(rows)) {
 			if !found[id] {
 				problems = append(problems, fmt.Sprintf("SECURITY.md line %d: %s is no longer reported by any scan: remove the stale row", rows[id].Line, id))
 			}
@@ -458,12 +455,7 @@ func FigureProblems(doc, text, scanner, date string, counts []Count, explained i
 		problems = append(problems, fmt.Sprintf("%s states no figures of the scan (a line \"govulncheck VERSION with the Go vulnerability database of DATE finds ...\" or a table headed \"| binary (database of DATE) |\")", doc))
 	}
 	if tableSeen {
-		var missing []string
-		for binary := range wantRows {
-			missing = append(missing, binary)
-		}
-		sort.Strings(missing)
-		for _, binary := range missing {
+		for _, binary := range slices.Sorted(maps.Keys(wantRows)) {
 			problems = append(problems, fmt.Sprintf("%s's counts table has no row for %s: add %s", doc, binary, wantRows[binary]))
 		}
 	}
