@@ -17,6 +17,7 @@ require (
 	golang.org/x/crypto v0.59.0
 	golang.org/x/mod v0.42.0
 	golang.org/x/sys v0.50.0
+	golang.org/x/tools v0.52.0
 	gonum.org/v1/plot v0.16.0
 	google.golang.org/protobuf v1.33.0
 	gopkg.in/yaml.v3 v3.0.1

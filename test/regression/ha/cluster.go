@@ -37,10 +37,17 @@ type cluster struct {
 
 	etcdURL    string
 	etcd       *clientv3.Client
+	etcdProc   *harness.Process
+	etcdArgs   []string
+	etcdDir    string
+	etcdStarts int
 	apiservers []*apiserver
 	lb         *loadBalancer
 	// client reaches the apiservers through a frontend of its own that no fault touches.
 	client kubernetes.Interface
+	// direct, when set, is the apiserver address the instances reach instead of the load
+	// balancer (serverFor).
+	direct string
 	kcms   []*harness.Component
 }
 
@@ -56,12 +63,14 @@ type apiserver struct {
 
 const testToken = "ha-test-token"
 
-func startCluster(t *testing.T) *cluster {
-	c := &cluster{t: t, dir: t.TempDir(), logDir: harness.LogDir(t), variant: harness.VariantUnderTest()}
+func startCluster(t *testing.T, variant string) *cluster {
+	c := &cluster{t: t, dir: t.TempDir(), logDir: harness.LogDir(t), variant: variant}
 	c.startEtcd()
 	tokens := []string{testToken + ",ha-test,ha-test,system:masters"}
 	for i := 0; i < instances; i++ {
-		tokens = append(tokens, fmt.Sprintf("%s,%s,%s,system:masters", kcmName(i)+"-token", kcmName(i), kcmName(i)))
+		for _, name := range []string{kcmName(i), schedulerName(i)} {
+			tokens = append(tokens, fmt.Sprintf("%s,%s,%s,system:masters", name+"-token", name, name))
+		}
 	}
 	c.writeFile("tokens.csv", strings.Join(tokens, "\n")+"\n")
 	c.writeFile("audit-policy.yaml", auditPolicy)
@@ -80,6 +89,8 @@ func startCluster(t *testing.T) *cluster {
 }
 
 func kcmName(i int) string { return fmt.Sprintf("kcm-%d", i) }
+
+func schedulerName(i int) string { return fmt.Sprintf("scheduler-%d", i) }
 
 // auditPolicy records, with the request body, every write to Endpoints and Leases: who wrote
 // which object when, and which addresses an Endpoints write carried.
@@ -109,17 +120,34 @@ func (c *cluster) startEtcd() {
 	clientPort, peerPort := harness.FreePort(c.t), harness.FreePort(c.t)
 	c.etcdURL = fmt.Sprintf("http://127.0.0.1:%d", clientPort)
 	peer := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
-	harness.StartProcess(c.t, c.logDir, "etcd", harness.Binary(c.t, "stock", "etcd"),
-		"--data-dir="+filepath.Join(c.dir, "etcd"),
-		"--listen-client-urls="+c.etcdURL, "--advertise-client-urls="+c.etcdURL,
-		"--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer,
-		"--initial-cluster=default="+peer)
+	c.etcdDir = filepath.Join(c.dir, "etcd")
+	c.etcdArgs = []string{"--data-dir=" + c.etcdDir,
+		"--listen-client-urls=" + c.etcdURL, "--advertise-client-urls=" + c.etcdURL,
+		"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster=default=" + peer}
+	c.runEtcd()
 	client, err := clientv3.New(clientv3.Config{Endpoints: []string{c.etcdURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	c.t.Cleanup(func() { client.Close() })
 	c.etcd = client
+	c.waitEtcd()
+}
+
+// runEtcd starts (or starts again) the etcd process on its data directory.
+func (c *cluster) runEtcd() {
+	name := "etcd"
+	if c.etcdStarts > 0 {
+		name = fmt.Sprintf("etcd-restarted-%d", c.etcdStarts)
+	}
+	c.etcdStarts++
+	c.etcdProc = harness.StartProcess(c.t, c.logDir, name, harness.Binary(c.t, "stock", "etcd"), c.etcdArgs...)
+}
+
+// waitEtcd waits until etcd answers.
+func (c *cluster) waitEtcd() {
+	client := c.etcd
 	if err := wait.PollImmediate(200*time.Millisecond, 30*time.Second, func() (bool, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -195,7 +223,7 @@ func (c *cluster) restConfig(addr, token string) *rest.Config {
 // endpoints controller only, and waits until one of them leads.
 func (c *cluster) startKubeControllerManagers(extraArgs ...string) {
 	for i := 0; i < instances; i++ {
-		kubeconfig := c.writeKubeconfig(kcmName(i), c.lb.frontend(kcmName(i)), kcmName(i)+"-token")
+		kubeconfig := c.writeKubeconfig(kcmName(i), c.serverFor(kcmName(i)), kcmName(i)+"-token")
 		args := append([]string{"--controllers=endpoint", "--leader-elect=true"}, extraArgs...)
 		c.kcms = append(c.kcms, harness.StartComponent(c.t, &harness.ControlPlane{Kubeconfig: kubeconfig},
 			harness.ComponentOptions{Variant: c.variant, Name: kcmName(i), LogDir: c.logDir, Args: args}))
@@ -212,6 +240,15 @@ func (c *cluster) endpointControllers() int {
 		}
 	}
 	return n
+}
+
+// serverFor is the address the instance called name reaches: its own frontend of the load
+// balancer, or the apiserver in direct.
+func (c *cluster) serverFor(name string) string {
+	if c.direct != "" {
+		return c.direct
+	}
+	return c.lb.frontend(name)
 }
 
 func (c *cluster) writeKubeconfig(user, addr, token string) string {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/idc-lts/kube-1.17/test/fixture"
+	"github.com/idc-lts/kube-1.17/test/harness"
 )
 
 const (
@@ -55,10 +56,20 @@ type scenario struct {
 
 type pod struct{ name, service, ip string }
 
-// setUp starts the cluster, creates the Services, starts the instances and waits until one
-// leads and every Endpoints is complete.
+// setUp starts the cluster, creates the Services, starts the instances of the build under test
+// and waits until one leads and every Endpoints is complete.
 func setUp(t *testing.T, kcmArgs ...string) *scenario {
-	c := startCluster(t)
+	return setUpVariant(t, harness.VariantUnderTest(), false, kcmArgs...)
+}
+
+// setUpVariant is setUp for the instances of a given build; direct instances reach apiserver A
+// itself, as kubeadm points each master's components at its own apiserver, instead of the load
+// balancer.
+func setUpVariant(t *testing.T, variant string, direct bool, kcmArgs ...string) *scenario {
+	c := startCluster(t, variant)
+	if direct {
+		c.direct = c.apiservers[0].addr
+	}
 	s := &scenario{cluster: c, podIPs: map[string][]string{}, deleted: map[string]bool{}}
 	s.fixtures = fixture.CreateServices(t, c.client, namespace, 0, services)
 	for _, f := range s.fixtures {
@@ -193,6 +204,22 @@ type outcome struct {
 // writes, and writes the figures line to the
 // test log and to <log dir>/figures.txt.
 func (s *scenario) check(o outcome) {
+	h := s.figures(&o)
+	if !o.recovered {
+		s.t.Errorf("%s: the deletion of pod %s did not reach its Endpoints within %v of the fault (leaders %v)",
+			o.scenario, o.deleted.name, o.recovery, o.leaders)
+	}
+	for _, w := range o.lost {
+		s.t.Errorf("LIVE ENDPOINTS LOST: %s %s/%s by %s at %s carried %v", w.verb, w.namespace, w.name, w.user, w.at.Format(time.StampMicro), w.ips)
+	}
+	for _, w := range o.dualWrites {
+		s.t.Errorf("TWO LEADERS: %s wrote Endpoints %s at %s while %s held the lock", w.user, w.name, w.at.Format(time.StampMicro), h.leaderAt(w.at))
+	}
+}
+
+// figures completes o from the audit logs (leaders, lost Endpoints, dual writes) and writes its
+// figures line to the test log and to <log dir>/figures.txt.
+func (s *scenario) figures(o *outcome) history {
 	h := s.history()
 	o.leaders = h.leaders()
 	o.lost = h.lostEndpoints(namespace, s.podIPs, s.deleted)
@@ -212,14 +239,5 @@ func (s *scenario) check(o outcome) {
 		fmt.Fprintln(f, line)
 		f.Close()
 	}
-	if !o.recovered {
-		s.t.Errorf("%s: the deletion of pod %s did not reach its Endpoints within %v of the fault (leaders %v)",
-			o.scenario, o.deleted.name, o.recovery, o.leaders)
-	}
-	for _, w := range o.lost {
-		s.t.Errorf("LIVE ENDPOINTS LOST: %s %s/%s by %s at %s carried %v", w.verb, w.namespace, w.name, w.user, w.at.Format(time.StampMicro), w.ips)
-	}
-	for _, w := range o.dualWrites {
-		s.t.Errorf("TWO LEADERS: %s wrote Endpoints %s at %s while %s held the lock", w.user, w.name, w.at.Format(time.StampMicro), h.leaderAt(w.at))
-	}
+	return h
 }
