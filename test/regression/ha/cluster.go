@@ -45,9 +45,6 @@ type cluster struct {
 	lb         *loadBalancer
 	// client reaches the apiservers through a frontend of its own that no fault touches.
 	client kubernetes.Interface
-	// direct, when set, is the apiserver address the instances reach instead of the load
-	// balancer (serverFor).
-	direct string
 	kcms   []*harness.Component
 }
 
@@ -223,7 +220,7 @@ func (c *cluster) restConfig(addr, token string) *rest.Config {
 // endpoints controller only, and waits until one of them leads.
 func (c *cluster) startKubeControllerManagers(extraArgs ...string) {
 	for i := 0; i < instances; i++ {
-		kubeconfig := c.writeKubeconfig(kcmName(i), c.serverFor(kcmName(i)), kcmName(i)+"-token")
+		kubeconfig := c.writeKubeconfig(kcmName(i), c.lb.frontend(kcmName(i)), kcmName(i)+"-token")
 		args := append([]string{"--controllers=endpoint", "--leader-elect=true"}, extraArgs...)
 		c.kcms = append(c.kcms, harness.StartComponent(c.t, &harness.ControlPlane{Kubeconfig: kubeconfig},
 			harness.ComponentOptions{Variant: c.variant, Name: kcmName(i), LogDir: c.logDir, Args: args}))
@@ -240,15 +237,6 @@ func (c *cluster) endpointControllers() int {
 		}
 	}
 	return n
-}
-
-// serverFor is the address the instance called name reaches: its own frontend of the load
-// balancer, or the apiserver in direct.
-func (c *cluster) serverFor(name string) string {
-	if c.direct != "" {
-		return c.direct
-	}
-	return c.lb.frontend(name)
 }
 
 func (c *cluster) writeKubeconfig(user, addr, token string) string {

@@ -1,8 +1,10 @@
 package ha
 
 import (
+	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,10 +22,16 @@ type loadBalancer struct {
 
 	mu        sync.Mutex
 	current   int
-	listeners []net.Listener
+	listeners []*frontendListener
 	conns     map[*proxiedConn]struct{}
 	closed    bool
 	wg        sync.WaitGroup
+}
+
+// frontendListener is one client's frontend: its name, address and listener (nil while down).
+type frontendListener struct {
+	name, addr string
+	l          net.Listener
 }
 
 // proxiedConn is one client connection and its connection to a backend.
@@ -50,9 +58,15 @@ func (lb *loadBalancer) frontend(name string) string {
 	if err != nil {
 		lb.t.Fatal(err)
 	}
+	f := &frontendListener{name: name, addr: l.Addr().String(), l: l}
 	lb.mu.Lock()
-	lb.listeners = append(lb.listeners, l)
+	lb.listeners = append(lb.listeners, f)
 	lb.mu.Unlock()
+	lb.serve(f.name, l)
+	return f.addr
+}
+
+func (lb *loadBalancer) serve(name string, l net.Listener) {
 	lb.wg.Add(1)
 	go func() {
 		defer lb.wg.Done()
@@ -64,7 +78,42 @@ func (lb *loadBalancer) frontend(name string) string {
 			lb.forward(name, c.(*net.TCPConn))
 		}
 	}()
-	return l.Addr().String()
+}
+
+// down closes every frontend, so that a client's connection is refused, then resets the
+// established connections: what the clients of a stopped apiserver see.
+func (lb *loadBalancer) down() {
+	lb.mu.Lock()
+	for _, f := range lb.listeners {
+		if f.l != nil {
+			f.l.Close()
+			f.l = nil
+		}
+	}
+	lb.mu.Unlock()
+	lb.reset()
+}
+
+// up opens the frontends again, at their addresses.
+func (lb *loadBalancer) up() {
+	var failed []string
+	lb.mu.Lock()
+	for _, f := range lb.listeners {
+		if f.l != nil {
+			continue
+		}
+		l, err := net.Listen("tcp", f.addr)
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("%s at %s: %v", f.name, f.addr, err))
+			continue
+		}
+		f.l = l
+		lb.serve(f.name, l)
+	}
+	lb.mu.Unlock()
+	if len(failed) > 0 {
+		lb.t.Fatalf("reopening frontends: %s", strings.Join(failed, "; "))
+	}
 }
 
 // forward connects an accepted client to the current backend and pumps bytes both ways. A
@@ -167,11 +216,12 @@ func (lb *loadBalancer) reset(frontends ...string) int {
 func (lb *loadBalancer) close() {
 	lb.mu.Lock()
 	lb.closed = true
-	listeners := lb.listeners
-	lb.mu.Unlock()
-	for _, l := range listeners {
-		l.Close()
+	for _, f := range lb.listeners {
+		if f.l != nil {
+			f.l.Close()
+		}
 	}
+	lb.mu.Unlock()
 	lb.reset()
 	lb.wg.Wait()
 }

@@ -46,15 +46,14 @@ const (
 
 // TestEtcdRestore: etcd is restored from a data-directory backup taken 300 pod writes earlier,
 // under three kube-controller-manager and two kube-scheduler instances that keep running, as an
-// operator restores a master's etcd (apiservers stopped, etcd restored, apiservers started). The
-// instances reach apiserver A directly, as kubeadm points each master's components at its own
-// apiserver: while it is down their watches meet refused connections, and the 1.17 reflector
-// then retries the watch from the resourceVersion it had (through a load balancer that accepts and
-// drops, stock relists at resourceVersion 0 instead, from whatever the cache holds; patch 0006
-// never does). Every watch so resumes from a resourceVersion the restored etcd has not reached,
-// and waits for it in silence. The build under test must see again within restoreRecoveryBound: a
-// pod deleted after the restore leaves its Endpoints, and a pod created after it is scheduled.
-// The test restarts each instance that exits, as the kubelet restarts a static pod.
+// operator restores a master's etcd (apiservers stopped, etcd restored, apiservers started). While
+// the apiservers are away the instances' connections are refused (downForRestore): kubeadm points
+// each master's components at its own apiserver, which refuses once stopped, and the 1.17
+// reflector then retries its watch from the resourceVersion it had. Every watch so resumes from a
+// resourceVersion the restored etcd has not reached, and waits for it in silence. The build under
+// test must see again within restoreRecoveryBound: a pod deleted after the restore leaves its
+// Endpoints, and a pod created after it is scheduled. The test restarts each instance that
+// exits, as the kubelet restarts a static pod.
 func TestEtcdRestore(t *testing.T) {
 	r := restoreEtcd(t, harness.VariantUnderTest(), restoreRecoveryBound)
 	r.s.check(r.outcome)
@@ -101,7 +100,7 @@ type restored struct {
 // restoreEtcd runs the restore under instances of variant and watches for bound after the
 // apiservers are back.
 func restoreEtcd(t *testing.T, variant string, bound time.Duration) restored {
-	s := setUpVariant(t, variant, true)
+	s := setUpVariant(t, variant)
 	started := s.startSchedulers()
 	s.createNode()
 	s.waitScheduled(s.createUnscheduledPod("before-backup"), 60*time.Second)
@@ -193,7 +192,7 @@ func (s *scenario) startInstance(name string, n int) *harness.Component {
 	if n > 0 {
 		o.Name = fmt.Sprintf("%s-restart-%d", name, n)
 	}
-	kubeconfig := s.writeKubeconfig(name, s.serverFor(name), name+"-token")
+	kubeconfig := s.writeKubeconfig(name, s.lb.frontend(name), name+"-token")
 	return harness.StartComponent(s.t, &harness.ControlPlane{Kubeconfig: kubeconfig}, o)
 }
 
@@ -279,8 +278,13 @@ func (s *scenario) backupEtcd() string {
 
 // restoreEtcd restores the backup as kubeadm's and etcd's guides have it: the apiservers stopped,
 // etcd stopped, its data directory replaced by the backup, etcd started, the apiservers started.
-// The components keep running.
+// The components keep running. Meanwhile the load balancer refuses the instances' connections
+// and resets those they had, as a stopped local apiserver does: an apiserver going away by itself
+// leaves a moment in which a connection is accepted and then dropped, on which stock's reflector
+// relists at resourceVersion 0 and catches the restored state by luck (as it did here through a
+// load balancer that stays up and drops what it cannot forward; patch 0006 never relists at 0).
 func (s *scenario) restoreEtcd(backup string) {
+	s.lb.down()
 	for _, a := range s.apiservers {
 		a.proc.Stop()
 	}
@@ -296,4 +300,5 @@ func (s *scenario) restoreEtcd(backup string) {
 	for _, a := range s.apiservers {
 		s.startAPIServer(a)
 	}
+	s.lb.up()
 }

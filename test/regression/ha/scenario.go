@@ -59,17 +59,12 @@ type pod struct{ name, service, ip string }
 // setUp starts the cluster, creates the Services, starts the instances of the build under test
 // and waits until one leads and every Endpoints is complete.
 func setUp(t *testing.T, kcmArgs ...string) *scenario {
-	return setUpVariant(t, harness.VariantUnderTest(), false, kcmArgs...)
+	return setUpVariant(t, harness.VariantUnderTest(), kcmArgs...)
 }
 
-// setUpVariant is setUp for the instances of a given build; direct instances reach apiserver A
-// itself, as kubeadm points each master's components at its own apiserver, instead of the load
-// balancer.
-func setUpVariant(t *testing.T, variant string, direct bool, kcmArgs ...string) *scenario {
+// setUpVariant is setUp for the instances of a given build.
+func setUpVariant(t *testing.T, variant string, kcmArgs ...string) *scenario {
 	c := startCluster(t, variant)
-	if direct {
-		c.direct = c.apiservers[0].addr
-	}
 	s := &scenario{cluster: c, podIPs: map[string][]string{}, deleted: map[string]bool{}}
 	s.fixtures = fixture.CreateServices(t, c.client, namespace, 0, services)
 	for _, f := range s.fixtures {
