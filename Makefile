@@ -163,6 +163,10 @@ conformance-images: conformance-build ## The conformance tests' images under the
 conformance: release e2e-fixtures conformance-images ## Upstream's conformance tests, stock control plane then ours by cpswap, on one node offline -> docs/conformance.md, the release's conformance.txt (< 2 h)
 	build/conformance.sh
 
+.PHONY: conformance-subset
+conformance-subset: release e2e-fixtures conformance-images ## make conformance for the tests CONFORMANCE_FOCUS=<regexp> matches -> _output/conformance-subset/ (a page that says "subset")
+	build/conformance.sh --subset
+
 .PHONY: conformance-clean
 conformance-clean: ## Remove what a killed make conformance left (its processes, namespace, mounts, cgroups, containers)
 	go test -count=1 -v -timeout 5m -run '^TestConformanceClean$$' ./test/conformance/

@@ -5,9 +5,25 @@
 # (test/conformance, TestConformance). conformance-report compares the runs into
 # docs/conformance.md and the release's conformance.txt, and fails when a test that passed with
 # stock did not pass with ours. make conformance builds what it needs first (make release among it).
-#   CONFORMANCE_NODES=8 CONFORMANCE_FOCUS='' build/conformance.sh
+# A focus (CONFORMANCE_FOCUS) runs some of the tests: only make conformance-subset passes one
+# (build/conformance.sh --subset), whose page and summary go to _output/conformance-subset/ and say
+# "subset"; docs/conformance.md and the release's conformance.txt are written from whole runs only.
+#   CONFORMANCE_NODES=8 build/conformance.sh
+#   CONFORMANCE_FOCUS='\[sig-apps\]' build/conformance.sh --subset
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
+
+subset=false
+case "${1:-}" in
+  --subset) subset=true ;;
+  "") ;;
+  *) die "usage: $0 [--subset] (got '$1')" ;;
+esac
+if ${subset}; then
+  [ -n "${CONFORMANCE_FOCUS:-}" ] || die "make conformance-subset needs CONFORMANCE_FOCUS=<regexp>: the tests to run"
+elif [ -n "${CONFORMANCE_FOCUS:-}" ]; then
+  die "CONFORMANCE_FOCUS=${CONFORMANCE_FOCUS}: make conformance runs every conformance test; run some with make conformance-subset"
+fi
 
 [ "${CONFORMANCE_VARIANTS:-stock ours}" = "stock ours" ] ||
   die "CONFORMANCE_VARIANTS=${CONFORMANCE_VARIANTS}: make conformance compares both runs; run one alone with go test -run '^TestConformance\$' ./test/conformance/"
@@ -21,12 +37,25 @@ trap 'trap - INT TERM; make -C "${REPO_ROOT}" conformance-clean; exit 130' INT T
   die "TestConformance failed (its log above; the runs' logs in ${logs})"
 minutes=$(( ($(date +%s) - start + 30) / 60 ))
 
-log "comparing the runs into docs/conformance.md and ${RELEASE_DIR}/conformance.txt"
+page=docs/conformance.md
+summary="${RELEASE_DIR}/conformance.txt"
+subset_args=()
+if ${subset}; then
+  mkdir -p "${OUTPUT_DIR}/conformance-subset"
+  page="${OUTPUT_DIR}/conformance-subset/conformance.md"
+  summary="${OUTPUT_DIR}/conformance-subset/conformance.txt"
+  subset_args=(-subset "${CONFORMANCE_FOCUS}")
+fi
+log "comparing the runs into ${page} and ${summary}"
 (cd "${REPO_ROOT}" && go run ./test/conformance/cmd/conformance-report \
-  -stock "${logs}/junit/stock" -ours "${logs}/junit/ours" \
+  -tests "${logs}/tests.txt" -stock "${logs}/junit/stock" -ours "${logs}/junit/ours" \
   -stock-images "${logs}/stock-images.txt" -our-images "${logs}/ours-images.txt" \
-  -page docs/conformance.md -summary "${RELEASE_DIR}/conformance.txt" \
+  -page "${page}" -summary "${summary}" "${subset_args[@]}" \
   -release "${RELEASE_VERSION}" -commit "$(tree_git rev-parse "patched^{commit}")" -minutes "${minutes}" \
   -date "$(date -u +%Y-%m-%d)" -machine "$(lscpu | sed -n "s/^Model name: *//p"), $(nproc) cores")
+if ${subset}; then
+  log "conformance-subset: both runs in ${minutes} min; ${page} (a subset: the release is unchanged)"
+  exit 0
+fi
 release_sha256sums "${RELEASE_DIR}"
 log "conformance: both runs in ${minutes} min; ${RELEASE_DIR}/conformance.txt added to its SHA256SUMS"

@@ -28,7 +28,8 @@ import (
 //   - CONFORMANCE_VARIANTS: the control planes to run, in order (default "stock ours");
 //   - CONFORMANCE_NODES: ginkgo's parallel nodes in the parallel phase (default 8);
 //   - CONFORMANCE_FOCUS: a regexp; only the conformance tests whose name it matches run (all if
-//     empty), for a quicker look at a few.
+//     empty), for a quicker look at a few: make conformance refuses it, make conformance-subset
+//     passes it and its page says "subset".
 const (
 	variantsVar = "CONFORMANCE_VARIANTS"
 	nodesVar    = "CONFORMANCE_NODES"
@@ -63,6 +64,7 @@ func TestConformance(t *testing.T) {
 	if focus != nil {
 		phases = narrow(t, e2e, phases, focus)
 	}
+	writeTests(t, e2e, focus, harness.LogDir(t))
 
 	kubeadmnode.ClaimMachine(t)
 	var ours *ourRelease
@@ -97,6 +99,30 @@ func envOr(name, fallback string) string {
 		return v
 	}
 	return fallback
+}
+
+// conformanceTests is how many [Conformance] tests v1.17.3 has (its conformance.txt; make
+// conformance-build holds e2e.test to that file).
+const conformanceTests = 280
+
+// writeTests writes <logDir>/tests.txt, the conformance tests the runs are to report on, one name
+// per line, as e2e.test names them: all of them, or those focus matches. conformance-report holds
+// each run to it.
+func writeTests(t *testing.T, e2e string, focus *regexp.Regexp, logDir string) {
+	all := dryRun(t, e2e, `\[Conformance\]`, "")
+	if len(all) != conformanceTests {
+		t.Fatalf("e2e.test has %d conformance tests, v1.17.3 has %d", len(all), conformanceTests)
+	}
+	var tests []string
+	for name := range all {
+		if focus == nil || focus.MatchString(name) {
+			tests = append(tests, name)
+		}
+	}
+	sort.Strings(tests)
+	if err := os.WriteFile(filepath.Join(logDir, "tests.txt"), []byte(strings.Join(tests, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // narrow keeps in each phase only the tests focus matches, named one by one (ginkgo takes one
@@ -162,6 +188,11 @@ func (c *cluster) runPhase(t *testing.T, ginkgo, e2e, variant string, p Phase, l
 	start := time.Now()
 	runErr := cmd.Run()
 	files, _ := filepath.Glob(filepath.Join(junit, "junit_"+variant+"-"+p.Name+"-*.xml"))
+	var phaseErr, readErr error
+	var phaseResults map[string]report.Case
+	if len(files) > 0 {
+		phaseResults, phaseErr = report.ReadFiles(junit, files)
+	}
 	run, readErr := report.ReadRun(junit)
 	passed, failed := 0, 0
 	for name, tc := range run {
@@ -179,8 +210,15 @@ func (c *cluster) runPhase(t *testing.T, ginkgo, e2e, variant string, p Phase, l
 	switch {
 	case ctx.Err() != nil:
 		t.Fatalf("%s %s: ginkgo ran past %s (log %s)", variant, p.Name, p.Timeout, log.Name())
-	case len(files) == 0 || readErr != nil:
-		t.Fatalf("%s %s: no JUnit file from ginkgo (%v, %v; log %s)", variant, p.Name, runErr, readErr, log.Name())
+	case len(files) == 0 || readErr != nil || phaseErr != nil:
+		t.Fatalf("%s %s: no usable JUnit file from ginkgo (%v, %v, %v; log %s)", variant, p.Name, runErr, readErr, phaseErr, log.Name())
+	}
+	output, err := os.ReadFile(log.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why := PhaseFailure(runErr, string(output), phaseResults); why != "" {
+		t.Fatalf("%s %s: %s (log %s)", variant, p.Name, why, log.Name())
 	}
 }
 

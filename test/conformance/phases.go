@@ -3,6 +3,7 @@
 package conformance
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"time"
@@ -54,4 +55,27 @@ func exclusionPattern() string {
 		quoted = append(quoted, regexp.QuoteMeta(e.Test))
 	}
 	return strings.Join(quoted, "|")
+}
+
+// ginkgoGaveUp matches what ginkgo v1 and the Go test binary print when an invocation ends
+// without reporting every test: ginkgo's own timeout (-timeout; a parallel node still running
+// writes no JUnit file), the test binary's timeout, and a crash.
+var ginkgoGaveUp = regexp.MustCompile(`(?m)^(Ginkgo timed out.*|Ginkgo ran out of time.*|panic: .*)$`)
+
+// PhaseFailure says why a finished ginkgo invocation cannot be counted, or "" if it can: its log
+// shows a timeout or a crash, or ginkgo exited non-zero while the phase's JUnit files record no
+// failed test (ginkgo's exit status is the tests' verdict only when they say so).
+func PhaseFailure(exitErr error, log string, results map[string]report.Case) string {
+	if m := ginkgoGaveUp.FindString(log); m != "" {
+		return fmt.Sprintf("ginkgo did not finish: %q", m)
+	}
+	if exitErr == nil {
+		return ""
+	}
+	for _, c := range results {
+		if c.Result == report.Failed {
+			return ""
+		}
+	}
+	return fmt.Sprintf("ginkgo exited with %v, and no test of the phase failed", exitErr)
 }

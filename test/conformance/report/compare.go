@@ -1,6 +1,8 @@
 package report
 
 import (
+	"fmt"
+	"os"
 	"sort"
 	"strings"
 )
@@ -43,22 +45,46 @@ type Comparison struct {
 	NotPassedWithStock []Row
 }
 
-// Compare lines up the conformance tests of the two runs.
-func Compare(stock, ours map[string]Case) Comparison {
+// Compare lines up the conformance tests of the two runs against tests, the conformance tests the
+// runs were to run (e2e.test's, which make conformance-build holds to v1.17.3's conformance.txt,
+// or the subset a focus chose). It fails, naming each, on what would make the comparison
+// miscount: a test of tests without a result (passed or failed) in a run, unless excluded; an
+// excluded test that ran, or that is not one of tests; a conformance test a run reports that is
+// not one of tests.
+func Compare(stock, ours map[string]Case, tests []string) (Comparison, error) {
+	if len(tests) == 0 {
+		return Comparison{}, fmt.Errorf("no conformance tests to compare the runs against")
+	}
+	expected := map[string]bool{}
+	for _, name := range tests {
+		expected[name] = true
+	}
 	excluded := map[string]string{}
+	var problems []string
 	for _, e := range Exclusions {
 		excluded[e.Test] = e.Reason
 	}
-	names := map[string]bool{}
-	for _, run := range []map[string]Case{stock, ours} {
-		for name := range run {
-			if strings.Contains(name, ConformanceTag) {
-				names[name] = true
+	for _, run := range []struct {
+		name  string
+		cases map[string]Case
+	}{{"stock", stock}, {"ours", ours}} {
+		for name := range run.cases {
+			if strings.Contains(name, ConformanceTag) && !expected[name] {
+				problems = append(problems, fmt.Sprintf("%s ran %q, which is not one of the %d tests", run.name, name, len(tests)))
+			}
+		}
+		for _, name := range tests {
+			result := caseOf(run.cases, name).Result
+			switch {
+			case excluded[name] != "" && (result == Passed || result == Failed):
+				problems = append(problems, fmt.Sprintf("%s ran the excluded %q", run.name, name))
+			case excluded[name] == "" && result != Passed && result != Failed:
+				problems = append(problems, fmt.Sprintf("%s has no result for %q (%s)", run.name, name, result))
 			}
 		}
 	}
 	var c Comparison
-	for name := range names {
+	for _, name := range tests {
 		row := Row{Name: name, Stock: caseOf(stock, name), Ours: caseOf(ours, name), Excluded: excluded[name]}
 		c.Rows = append(c.Rows, row)
 		count(&c.Stock, row.Stock)
@@ -76,7 +102,36 @@ func Compare(stock, ours map[string]Case) Comparison {
 	for _, rows := range [][]Row{c.Rows, c.Violations, c.NotPassedWithStock} {
 		sort.Slice(rows, func(i, j int) bool { return rows[i].Name < rows[j].Name })
 	}
-	return c
+	if len(problems) > 0 {
+		sort.Strings(problems)
+		return c, fmt.Errorf("the runs do not account for the %d tests (%d problem(s)):\n  %s", len(tests), len(problems), strings.Join(problems, "\n  "))
+	}
+	return c, nil
+}
+
+// ReadTests reads a list of test names, one per line (make conformance-build's
+// conformance-tests.txt, or a subset's).
+func ReadTests(path string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var tests []string
+	seen := map[string]bool{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if line = strings.TrimSpace(line); line == "" {
+			continue
+		}
+		if seen[line] {
+			return nil, fmt.Errorf("%s lists %q twice", path, line)
+		}
+		seen[line] = true
+		tests = append(tests, line)
+	}
+	if len(tests) == 0 {
+		return nil, fmt.Errorf("%s lists no test", path)
+	}
+	return tests, nil
 }
 
 func caseOf(run map[string]Case, name string) Case {

@@ -47,8 +47,9 @@ type junitSuite struct {
 
 // ReadRun reads every junit_*.xml under dir (one per ginkgo node, and per invocation: a run
 // splits into parallel, serial and disruptive phases) into one case per test. A parallel node
-// lists the tests the other nodes ran as skipped: a test counts as run when any file ran it, and
-// a test run twice (a phase's re-run) keeps its last result, by file name.
+// lists the tests the other nodes ran as skipped: a test counts as run when any file ran it. A
+// test with a result (passed or failed) in two files is an error: each test runs once per run,
+// and which of two results counts is not the report's to choose.
 func ReadRun(dir string) (map[string]Case, error) {
 	var paths []string
 	err := filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
@@ -63,8 +64,15 @@ func ReadRun(dir string) (map[string]Case, error) {
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("no JUnit files (*.xml) under %s", dir)
 	}
+	return ReadFiles(dir, paths)
+}
+
+// ReadFiles is ReadRun for the given JUnit files (one phase's); dir names them in errors.
+func ReadFiles(dir string, paths []string) (map[string]Case, error) {
 	sort.Strings(paths)
 	cases := map[string]Case{}
+	ranIn := map[string]string{}
+	var twice []string
 	for _, path := range paths {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -85,8 +93,17 @@ func ReadRun(dir string) (map[string]Case, error) {
 			if old, seen := cases[c.Name]; seen && c.Result == Skipped && old.Result != Skipped {
 				continue
 			}
+			if c.Result != Skipped {
+				if first, ran := ranIn[c.Name]; ran {
+					twice = append(twice, fmt.Sprintf("%q in %s and in %s", c.Name, filepath.Base(first), filepath.Base(path)))
+				}
+				ranIn[c.Name] = path
+			}
 			cases[c.Name] = c
 		}
+	}
+	if len(twice) > 0 {
+		return nil, fmt.Errorf("%s: %d test(s) have two results, each test runs once: %s", dir, len(twice), strings.Join(twice, "; "))
 	}
 	return cases, nil
 }

@@ -25,6 +25,9 @@ type Meta struct {
 	// Minutes is how long the whole invocation took, both runs.
 	Minutes                float64
 	StockImages, OurImages []Image
+	// Subset is the focus that narrowed the runs to some of the conformance tests, or "" for
+	// all of them: a subset's page says so first.
+	Subset string
 }
 
 type rendered struct {

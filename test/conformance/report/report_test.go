@@ -29,6 +29,9 @@ const (
 	storage    = "[sig-storage] In-tree Volumes [Driver: nfs] [Testpattern: Inline-volume (default fs)] subPath should support existing directory"
 )
 
+// conformanceTests are the conformance tests of the runs written by runs.
+var conformanceTests = []string{podsTest, dnsTest, serialTest, Exclusions[0].Test}
+
 func passed(name, seconds string) string {
 	return `      <testcase name="` + name + `" classname="Kubernetes e2e suite" time="` + seconds + `"></testcase>`
 }
@@ -94,7 +97,10 @@ func TestCompareFindsWhatPassedWithStockOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := Compare(stock, ours)
+	c, err := Compare(stock, ours, conformanceTests)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(c.Rows) != 4 {
 		t.Errorf("%d conformance tests, want 4 (the storage test is not one)", len(c.Rows))
 	}
@@ -147,5 +153,55 @@ func TestCompareFindsWhatPassedWithStockOnly(t *testing.T) {
 				t.Errorf("%s lacks %q:\n%s", filepath.Base(path), want, data)
 			}
 		}
+	}
+}
+
+// TestTheReportAccountsForEveryTest: each way a run can miscount is refused, naming the test:
+// a test with two results, a test of the list without a result in a run (a ginkgo node that
+// timed out writes no JUnit file), a conformance test that is not on the list, and an excluded
+// test that ran anyway.
+func TestTheReportAccountsForEveryTest(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// change alters ours's JUnit directory and the list of tests.
+		change func(t *testing.T, ours string, tests []string) []string
+		want   string
+	}{
+		{"a test run twice", func(t *testing.T, ours string, tests []string) []string {
+			junit(t, ours, "junit_rerun-01.xml", passed(podsTest, "3.0"))
+			return tests
+		}, `test(s) have two results, each test runs once: "` + podsTest + `" in junit_parallel-01.xml and in junit_rerun-01.xml`},
+		{"a node that wrote no JUnit file", func(t *testing.T, ours string, tests []string) []string {
+			if err := os.Remove(filepath.Join(ours, "junit_parallel-02.xml")); err != nil {
+				t.Fatal(err)
+			}
+			return tests
+		}, `ours has no result for "` + dnsTest + `" (skipped)`},
+		{"a test the list lacks", func(t *testing.T, ours string, tests []string) []string {
+			return tests[1:]
+		}, `ours ran "` + podsTest + `", which is not one of the 3 tests`},
+		{"a test of the list that neither run has", func(t *testing.T, ours string, tests []string) []string {
+			return append(tests, "[sig-cli] Kubectl client should vanish [Conformance]")
+		}, `stock has no result for "[sig-cli] Kubectl client should vanish [Conformance]" (not run)`},
+		{"an excluded test that ran", func(t *testing.T, ours string, tests []string) []string {
+			junit(t, ours, "junit_serial-01.xml", skipped(podsTest), skipped(dnsTest), passed(serialTest, "300.1"), passed(Exclusions[0].Test, "12"))
+			return tests
+		}, `ours ran the excluded "` + Exclusions[0].Test + `"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stockDir, oursDir := runs(t)
+			tests := tc.change(t, oursDir, append([]string(nil), conformanceTests...))
+			stock, err := ReadRun(stockDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ours, err := ReadRun(oursDir)
+			if err == nil {
+				_, err = Compare(stock, ours, tests)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -2,8 +2,11 @@
 // ours, writes docs/conformance.md and, with -summary, the release's conformance.txt, and exits 1
 // when a test that passed with stock did not pass with ours.
 //
-//	conformance-report -stock DIR -ours DIR -page docs/conformance.md -summary RELEASE/conformance.txt \
-//	  -release VERSION -commit SHA -stock-images FILE -our-images FILE -minutes N
+//	conformance-report -tests FILE -stock DIR -ours DIR -page docs/conformance.md -summary RELEASE/conformance.txt \
+//	  -release VERSION -commit SHA -stock-images FILE -our-images FILE -minutes N [-subset FOCUS]
+//
+// It also exits 1, naming each test, when the runs do not account for every test of -tests
+// (report.Compare): a page that could miss a test is not written.
 package main
 
 import (
@@ -17,6 +20,7 @@ import (
 )
 
 func main() {
+	testsFile := flag.String("tests", "", "the conformance tests the runs were to run, one name per line (make conformance-build's conformance-tests.txt, or a subset's)")
 	stockDir := flag.String("stock", "", "directory of the stock run's JUnit files")
 	oursDir := flag.String("ours", "", "directory of our run's JUnit files")
 	page := flag.String("page", "docs/conformance.md", "Markdown page to write")
@@ -30,16 +34,21 @@ func main() {
 	flag.StringVar(&meta.Release, "release", "", "the release whose images ours ran")
 	flag.StringVar(&meta.Commit, "commit", "", "the patch series' commit")
 	flag.Float64Var(&meta.Minutes, "minutes", 0, "how long both runs took")
+	flag.StringVar(&meta.Subset, "subset", "", "the focus that narrowed the runs (make conformance-subset), if any")
 	flag.Parse()
-	if err := run(*stockDir, *oursDir, *page, *summary, *stockImages, *ourImages, meta); err != nil {
+	if err := run(*testsFile, *stockDir, *oursDir, *page, *summary, *stockImages, *ourImages, meta); err != nil {
 		fmt.Fprintln(os.Stderr, "conformance-report:", err)
 		os.Exit(1)
 	}
 }
 
-func run(stockDir, oursDir, page, summary, stockImages, ourImages string, meta report.Meta) error {
-	if stockDir == "" || oursDir == "" || meta.Release == "" {
-		return fmt.Errorf("-stock, -ours and -release are required")
+func run(testsFile, stockDir, oursDir, page, summary, stockImages, ourImages string, meta report.Meta) error {
+	if testsFile == "" || stockDir == "" || oursDir == "" || meta.Release == "" {
+		return fmt.Errorf("-tests, -stock, -ours and -release are required")
+	}
+	tests, err := report.ReadTests(testsFile)
+	if err != nil {
+		return err
 	}
 	stock, err := report.ReadRun(stockDir)
 	if err != nil {
@@ -55,7 +64,10 @@ func run(stockDir, oursDir, page, summary, stockImages, ourImages string, meta r
 	if meta.OurImages, err = readImages(ourImages); err != nil {
 		return err
 	}
-	c := report.Compare(stock, ours)
+	c, err := report.Compare(stock, ours, tests)
+	if err != nil {
+		return err
+	}
 	if err := report.WritePage(page, meta, c); err != nil {
 		return err
 	}
