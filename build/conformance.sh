@@ -51,7 +51,8 @@ log "comparing the runs into ${page} and ${summary}"
   -tests "${logs}/tests.txt" -stock "${logs}/junit/stock" -ours "${logs}/junit/ours" \
   -stock-images "${logs}/stock-images.txt" -our-images "${logs}/ours-images.txt" \
   -page "${page}" -summary "${summary}" "${subset_args[@]}" \
-  -release "${RELEASE_VERSION}" -commit "$(tree_git rev-parse "patched^{commit}")" -minutes "${minutes}" \
+  -release "${RELEASE_VERSION}" -commit "$(tree_git rev-parse "patched^{commit}")" \
+  -stock-commit "$(tree_git rev-parse "stock^{commit}")" -minutes "${minutes}" \
   -date "$(date -u +%Y-%m-%d)" -machine "$(lscpu | sed -n "s/^Model name: *//p"), $(nproc) cores")
 if ${subset}; then
   log "conformance-subset: both runs in ${minutes} min; ${page} (a subset: the release is unchanged)"

@@ -20,8 +20,9 @@ type Image struct{ Name, Digest string }
 // Meta is what the page and the summary say about the runs.
 type Meta struct {
 	Date, Machine, Command string
-	// Release is the release whose images ours ran (its version), Commit the series' commit.
-	Release, Commit string
+	// Release is the release whose images ours ran (its version), Commit the series' commit;
+	// StockCommit is the commit the stock images were rebuilt from (the series' tag stock).
+	Release, Commit, StockCommit string
 	// Minutes is how long the whole invocation took, both runs.
 	Minutes                float64
 	StockImages, OurImages []Image
@@ -34,6 +35,7 @@ type rendered struct {
 	Meta
 	Comparison
 	Exclusions []Exclusion
+	Deviations []Deviation
 }
 
 var funcs = template.FuncMap{
@@ -62,7 +64,7 @@ func write(path, text string, meta Meta, c Comparison) error {
 		return err
 	}
 	var out strings.Builder
-	if err := tmpl.Execute(&out, rendered{Meta: meta, Comparison: c, Exclusions: Exclusions}); err != nil {
+	if err := tmpl.Execute(&out, rendered{Meta: meta, Comparison: c, Exclusions: Exclusions, Deviations: Deviations}); err != nil {
 		return err
 	}
 	return os.WriteFile(path, []byte(out.String()), 0o644)

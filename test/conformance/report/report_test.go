@@ -118,7 +118,7 @@ func TestCompareFindsWhatPassedWithStockOnly(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	meta := Meta{Date: "2026-11-26", Machine: "2 cores", Command: "make conformance", Release: "v1.17.3-idc.1", Commit: "abc123", Minutes: 104,
+	meta := Meta{Date: "2026-11-26", Machine: "2 cores", Command: "make conformance", Release: "v1.17.3-idc.1", Commit: "abc123", StockCommit: "def456", Minutes: 104,
 		StockImages: []Image{{"kube-controller-manager", "sha256:aaa"}}, OurImages: []Image{{"kube-controller-manager", "sha256:bbb"}}}
 	page, summary := filepath.Join(dir, "conformance.md"), filepath.Join(dir, "conformance.txt")
 	if err := WritePage(page, meta, c); err != nil {
@@ -136,12 +136,16 @@ func TestCompareFindsWhatPassedWithStockOnly(t *testing.T) {
 			"| " + podsTest + " | passed | 4.2 s | passed | 4.2 s |",
 			"kube-controller-manager `sha256:bbb`",
 			"104 minutes for both runs",
+			"## Deviations",
+			"v1.17.3 rebuilt from source, commit def456",
+			"| " + cellText(Deviations[0].What) + " | " + cellText(Deviations[0].Why) + " |",
 		},
 		summary: {
 			"Conformance of v1.17.3-idc.1 (series commit abc123)",
 			"  kube-controller-manager sha256:bbb",
 			"passed with stock and not with ours: 1\n  " + dnsTest,
 			"passed\tfailed\t" + dnsTest,
+			"  - " + Deviations[len(Deviations)-1].What + ".",
 		},
 	} {
 		data, err := os.ReadFile(path)
@@ -205,3 +209,5 @@ func TestTheReportAccountsForEveryTest(t *testing.T) {
 		})
 	}
 }
+
+func cellText(s string) string { return strings.ReplaceAll(s, "|", `\|`) }

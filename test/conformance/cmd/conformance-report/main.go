@@ -33,6 +33,7 @@ func main() {
 	flag.StringVar(&meta.Command, "command", "make conformance", "the command that ran them")
 	flag.StringVar(&meta.Release, "release", "", "the release whose images ours ran")
 	flag.StringVar(&meta.Commit, "commit", "", "the patch series' commit")
+	flag.StringVar(&meta.StockCommit, "stock-commit", "", "the commit the stock images were rebuilt from (the series' tag stock)")
 	flag.Float64Var(&meta.Minutes, "minutes", 0, "how long both runs took")
 	flag.StringVar(&meta.Subset, "subset", "", "the focus that narrowed the runs (make conformance-subset), if any")
 	flag.Parse()
