@@ -5,6 +5,8 @@
 # (test/conformance, TestConformance). conformance-report compares the runs into
 # docs/conformance.md and the release's conformance.txt, and fails when a test that passed with
 # stock did not pass with ours. make conformance builds what it needs first (make release among it).
+# Each run's evidence in upstream's form (e2e.log, junit_01.xml: report.WriteEvidence) goes into the
+# release's conformance/<run>/.
 # A focus (CONFORMANCE_FOCUS) runs some of the tests: only make conformance-subset passes one
 # (build/conformance.sh --subset), whose page and summary go to _output/conformance-subset/ and say
 # "subset"; docs/conformance.md and the release's conformance.txt are written from whole runs only.
@@ -58,5 +60,8 @@ if ${subset}; then
   log "conformance-subset: both runs in ${minutes} min; ${page} (a subset: the release is unchanged)"
   exit 0
 fi
+rm -rf "${RELEASE_DIR}/conformance"
+mkdir -p "${RELEASE_DIR}/conformance"
+cp -r "${logs}/evidence/stock" "${logs}/evidence/ours" "${RELEASE_DIR}/conformance/"
 release_sha256sums "${RELEASE_DIR}"
-log "conformance: both runs in ${minutes} min; ${RELEASE_DIR}/conformance.txt added to its SHA256SUMS"
+log "conformance: both runs in ${minutes} min; ${RELEASE_DIR}/conformance.txt and conformance/{stock,ours}/{e2e.log,junit_01.xml} added to its SHA256SUMS"

@@ -64,7 +64,7 @@ func TestConformance(t *testing.T) {
 	if focus != nil {
 		phases = narrow(t, e2e, phases, focus)
 	}
-	writeTests(t, e2e, focus, harness.LogDir(t))
+	tests := writeTests(t, e2e, focus, harness.LogDir(t))
 
 	kubeadmnode.ClaimMachine(t)
 	var ours *ourRelease
@@ -80,11 +80,19 @@ func TestConformance(t *testing.T) {
 		}
 		c.recordImages(t, variant, logDir, ours)
 		start := time.Now()
+		var phaseLogs []string
 		for _, p := range phases {
-			c.runPhase(t, ginkgo, e2e, variant, p, logDir)
+			phaseLogs = append(phaseLogs, c.runPhase(t, ginkgo, e2e, variant, p, logDir))
 			c.waitSettled(t)
 		}
 		t.Logf("RUN %s: %.1f min", variant, time.Since(start).Minutes())
+		run, err := report.ReadRun(filepath.Join(logDir, "junit", variant))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := report.WriteEvidence(filepath.Join(logDir, "evidence", variant), phaseLogs, tests, run); err != nil {
+			t.Fatalf("%s: %v", variant, err)
+		}
 	}
 	// Offline, a missing image fails its pull at once and the test that wanted it fails on its
 	// own; this names the image.
@@ -108,7 +116,7 @@ const conformanceTests = 280
 // writeTests writes <logDir>/tests.txt, the conformance tests the runs are to report on, one name
 // per line, as e2e.test names them: all of them, or those focus matches. conformance-report holds
 // each run to it.
-func writeTests(t *testing.T, e2e string, focus *regexp.Regexp, logDir string) {
+func writeTests(t *testing.T, e2e string, focus *regexp.Regexp, logDir string) []string {
 	all := dryRun(t, e2e, `\[Conformance\]`, "")
 	if len(all) != conformanceTests {
 		t.Fatalf("e2e.test has %d conformance tests, v1.17.3 has %d", len(all), conformanceTests)
@@ -123,6 +131,7 @@ func writeTests(t *testing.T, e2e string, focus *regexp.Regexp, logDir string) {
 	if err := os.WriteFile(filepath.Join(logDir, "tests.txt"), []byte(strings.Join(tests, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return tests
 }
 
 // narrow keeps in each phase only the tests focus matches, named one by one (ginkgo takes one
@@ -151,9 +160,10 @@ func narrow(t *testing.T, e2e string, phases []Phase, focus *regexp.Regexp) []Ph
 }
 
 // runPhase runs one ginkgo invocation of e2e.test from inside the node's namespace, its JUnit
-// files in logDir/junit/<variant>/. Failed tests are the report's to judge; a phase that times
-// out or leaves no JUnit file fails the run.
-func (c *cluster) runPhase(t *testing.T, ginkgo, e2e, variant string, p Phase, logDir string) {
+// files in logDir/junit/<variant>/, and returns the path of its verbose log. Failed tests are the
+// report's to judge; a phase that ginkgo did not finish (PhaseFailure) or that leaves no JUnit
+// file fails the run.
+func (c *cluster) runPhase(t *testing.T, ginkgo, e2e, variant string, p Phase, logDir string) string {
 	junit := filepath.Join(logDir, "junit", variant)
 	work := filepath.Join(c.work, variant+"-"+p.Name)
 	for _, dir := range []string{junit, work, filepath.Join(work, "home"), filepath.Join(work, "tmp"), filepath.Join(work, "repo")} {
@@ -161,7 +171,7 @@ func (c *cluster) runPhase(t *testing.T, ginkgo, e2e, variant string, p Phase, l
 			t.Fatal(err)
 		}
 	}
-	args := []string{fmt.Sprintf("-nodes=%d", p.Nodes), "-noColor", "-succinct", fmt.Sprintf("-timeout=%s", p.Timeout), e2e, "--",
+	args := []string{fmt.Sprintf("-nodes=%d", p.Nodes), "-noColor", "-v", fmt.Sprintf("-timeout=%s", p.Timeout), e2e, "--",
 		"--kubeconfig=" + c.node.Path("etc/kubernetes/admin.conf"), "--provider=skeleton", "--num-nodes=1",
 		"--kubectl-path=" + harness.Binary(t, "stock", "kubectl"), "--repo-root=" + filepath.Join(work, "repo"),
 		"--disable-log-dump", "--system-pods-startup-timeout=5m",
@@ -220,6 +230,7 @@ func (c *cluster) runPhase(t *testing.T, ginkgo, e2e, variant string, p Phase, l
 	if why := PhaseFailure(runErr, string(output), phaseResults); why != "" {
 		t.Fatalf("%s %s: %s (log %s)", variant, p.Name, why, log.Name())
 	}
+	return log.Name()
 }
 
 // waitSettled waits, after a phase, for the tests' namespaces to be gone and kube-system's pods

@@ -211,3 +211,62 @@ func TestTheReportAccountsForEveryTest(t *testing.T) {
 }
 
 func cellText(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+// TestEvidenceIsTheRunInUpstreamsForm: e2e.log holds each phase's log in order and ends in
+// ginkgo's verdict over the whole run; junit_01.xml reads back as the same results, one per test.
+func TestEvidenceIsTheRunInUpstreamsForm(t *testing.T) {
+	stockDir, oursDir := runs(t)
+	dir := t.TempDir()
+	var logs []string
+	for _, phase := range []string{"parallel", "serial"} {
+		path := filepath.Join(dir, "stock-"+phase+".log")
+		if err := os.WriteFile(path, []byte("Running Suite: Kubernetes e2e suite\n"+phase+" output\nSUCCESS! -- 1 Passed | 0 Failed | 0 Pending | 3 Skipped"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		logs = append(logs, path)
+	}
+	for _, tc := range []struct {
+		run, verdict string
+	}{
+		{stockDir, "SUCCESS! -- 3 Passed | 0 Failed | 0 Pending | 1 Skipped\n"},
+		{oursDir, "FAIL! -- 2 Passed | 1 Failed | 0 Pending | 1 Skipped\n"},
+	} {
+		cases, err := ReadRun(tc.run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, filepath.Base(tc.run))
+		if err := WriteEvidence(out, logs, conformanceTests, cases); err != nil {
+			t.Fatal(err)
+		}
+		log, err := os.ReadFile(filepath.Join(out, E2ELog))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(log)
+		if !strings.HasSuffix(text, tc.verdict) {
+			t.Errorf("%s's e2e.log ends %q, want %q", filepath.Base(tc.run), text[max(0, len(text)-80):], tc.verdict)
+		}
+		if i, j := strings.Index(text, "parallel output"), strings.Index(text, "serial output"); i < 0 || j < i {
+			t.Errorf("e2e.log does not hold the phases' logs in order:\n%s", text)
+		}
+		back, err := ReadFiles(out, []string{filepath.Join(out, JUnitXML)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range conformanceTests {
+			want := cases[name].Result
+			if name == Exclusions[0].Test {
+				want = Skipped
+			}
+			if back[name].Result != want {
+				t.Errorf("junit_01.xml has %q %s, want %s", name, back[name].Result, want)
+			}
+		}
+	}
+	cases, _ := ReadRun(stockDir)
+	delete(cases, dnsTest)
+	if err := WriteEvidence(filepath.Join(dir, "missing"), logs, conformanceTests, cases); err == nil || !strings.Contains(err.Error(), dnsTest) {
+		t.Errorf("a run without the DNS test's result: %v, want an error naming it", err)
+	}
+}
