@@ -345,3 +345,34 @@ func TestVulncheckHoldsEveryFindingToSecurityMD(t *testing.T) {
 		}
 	}
 }
+
+// TestConformanceRefusesAFocus: make conformance runs every conformance test; a focus is refused
+// before anything runs, naming it and the target that takes one, and conformance-subset without
+// a focus is refused too. Neither touches docs/conformance.md.
+func TestConformanceRefusesAFocus(t *testing.T) {
+	root := harness.RepoRoot(t)
+	page := filepath.Join(root, "docs", "conformance.md")
+	before, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args  []string
+		focus string
+		want  string
+	}{
+		{nil, `\[sig-apps\]`, `CONFORMANCE_FOCUS=\[sig-apps\]: make conformance runs every conformance test; run some with make conformance-subset`},
+		{[]string{"--subset"}, "", "make conformance-subset needs CONFORMANCE_FOCUS=<regexp>"},
+		{[]string{"--all"}, "", "usage: "},
+	} {
+		cmd := exec.Command(filepath.Join(root, "build", "conformance.sh"), tc.args...)
+		cmd.Env = append(os.Environ(), "CONFORMANCE_FOCUS="+tc.focus, "OUTPUT_DIR="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), tc.want) {
+			t.Errorf("build/conformance.sh %v with CONFORMANCE_FOCUS=%q: %v, want an error saying %q:\n%s", tc.args, tc.focus, err, tc.want, out)
+		}
+	}
+	if after, err := os.ReadFile(page); err != nil || string(after) != string(before) {
+		t.Errorf("a refused run changed %s (%v)", page, err)
+	}
+}
