@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Checks the hand-written docs against the repository: every release version they name is the one
+# Checks the docs against the repository: every release version they name is the one
 # VERSION makes, every relative link points at a file that exists, every repository path they name
 # in backticks exists and every `make TARGET` is a target of the Makefile, and the upgrade procedure
 # an operator pastes from docs/operations.md (the block between a line "   (" and a line "   )")
 # parses and passes shellcheck.
-#   build/verify-docs.sh [DOC...]   (default: the hand-written docs)
+#   build/verify-docs.sh [DOC...]   (default: every Markdown file git tracks)
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
 
-docs=(README.md docs/operations.md docs/development.md docs/ha.md docs/benchmarks.md docs/conformance.md images/README.md images/*/README.md)
+# Every Markdown file of the repository; a path of the upstream tree is written as its Go package
+# (k8s.io/kubernetes/pkg/...) or without backquotes, since this one is not there.
+mapfile -t docs < <(git -C "${REPO_ROOT}" ls-files '*.md')
 [ $# -eq 0 ] || docs=("$@")
 problems=()
 cd "${REPO_ROOT}"
