@@ -5,9 +5,11 @@ SHELL := /usr/bin/env bash
 # Tests run by make fail when what they need is missing; a plain `go test ./...` skips them (test/tier).
 export IDC_REQUIRE_PREREQUISITES := 1
 
+##@ Build and release
+
 .PHONY: help
-help: ## List the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-26s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+help: ## List the targets, by group
+	@awk 'BEGIN {FS = ":.*## "} /^##@ / {printf "\n%s\n", substr($$0, 5)} /^[a-z0-9-]+:.*## / {printf "  %-26s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: source
 source: ## Reconstruct pristine upstream v1.17.3 (hash-verified) as a git repo in _output/src
@@ -34,6 +36,11 @@ rootfs: ## The images' base root filesystems, from the Debian packages pinned in
 images: binaries rootfs ## Images of the patched components (REGISTRY=..., ARCHS=...) in _output/images
 	images/control-plane/build.sh
 
+.PHONY: images-amd64
+images-amd64: build ## The release's images for amd64 only, as the tests use them
+	ARCHS=amd64 images/base/rootfs.sh
+	ARCHS=amd64 images/control-plane/build.sh
+
 .PHONY: kubeadm
 kubeadm: patch ## Stock kubeadm, which writes the release's static-pod manifests
 	build/build.sh stock kubeadm
@@ -46,9 +53,11 @@ release: images kubeadm ## Cut _output/release/<version>: binaries, images, mani
 publish: ## Push the release to REGISTRY by digest, SBOM attached, signed with SIGNING_KEY if given, tags last
 	build/publish.sh
 
-.PHONY: verify-patches
-verify-patches: source ## Check the series: listed once, headers, applies (also without each proven patch), regenerates byte for byte
-	build/verify-patches.sh
+.PHONY: clean
+clean: ## Remove _output/
+	rm -rf _output
+
+##@ Quick checks (no root; seconds to minutes)
 
 .PHONY: lint
 lint: ## shellcheck the scripts; gofmt and go vet this repository's Go code; docs name VERSION's release
@@ -59,6 +68,10 @@ lint: ## shellcheck the scripts; gofmt and go vet this repository's Go code; doc
 	go vet ./...
 	cd images/builder && go vet ./...
 
+.PHONY: verify-patches
+verify-patches: source ## Check the series: listed once, headers, applies (also without each proven patch), regenerates byte for byte
+	build/verify-patches.sh
+
 .PHONY: verify-monitoring
 verify-monitoring: ## promtool check/test the alerting rules; validate the dashboard's queries
 	build/verify-monitoring.sh
@@ -67,13 +80,25 @@ verify-monitoring: ## promtool check/test the alerting rules; validate the dashb
 vulncheck: build ## govulncheck on every binary we ship and on our modules: each finding fixed or explained in patches/SECURITY.md (offline: VULNDB=dir|zip)
 	build/vulncheck.sh
 
+.PHONY: test-unit
+test-unit: build ## Upstream tests of every package the series touches, plus this repo's Go tests
+	build/test-unit.sh
+
+.PHONY: prove
+prove: ## One patch's proof, as prove-patches makes it: PATCH=NNNN (its Regression-Test fails without it)
+	@[ -n "$(PATCH)" ] || { echo "make prove: say which patch: make prove PATCH=NNNN (the number in patches/series)"; exit 1; }
+	$(MAKE) --no-print-directory build
+	build/prove-patches.sh '$(PATCH)'
+
 .PHONY: verify-reproducible
 verify-reproducible: patch ## Build patched binaries twice (fresh cache, other path) and compare sha256
 	build/verify-reproducible.sh
 
-.PHONY: test-unit
-test-unit: build ## Upstream tests of every package the series touches, plus this repo's Go tests
-	build/test-unit.sh
+##@ Slow suites (tens of minutes to hours; times in docs/development.md, Measured times)
+
+.PHONY: test
+test: lint verify-patches verify-monitoring vulncheck test-unit test-upstream-subset test-regression test-image test-publish test-e2e prove-patches ## Everything CI runs (needs root: the image, registry and kubelet tests)
+	@echo "make test: all checks passed"
 
 # Upstream's integration packages (test/integration/...) that judge the controllers and the
 # scheduler; docs/development.md says why each is here and which run in make test.
@@ -111,10 +136,19 @@ test-upstream-baseline: build ## Run the upstream integration packages on stock 
 test-regression: build ## Regression suites: stock shows each bug, VARIANT_UNDER_TEST (default patched) does not
 	go test -count=1 -p 1 -timeout 40m -v ./test/regression/...
 
-.PHONY: images-amd64
-images-amd64: build ## The release's images for amd64 only, as the tests use them
-	ARCHS=amd64 images/base/rootfs.sh
-	ARCHS=amd64 images/control-plane/build.sh
+.PHONY: prove-patches
+prove-patches: build ## Each patch's Regression-Test fails on the series without that patch
+	build/prove-patches.sh
+
+.PHONY: ha-figures
+ha-figures: build ## The HA fault suite on stock (waits up to 5 min per fault) and patched: a table of figures
+	build/ha-figures.sh
+
+.PHONY: bench
+bench: build ## Resync, failover, planned handover (kube-controller-manager and kube-scheduler), memory at 2,000-30,000 Services, watch fan-out, stock vs patched -> docs/benchmarks.md
+	build/bench.sh
+
+##@ Needs root (Docker, a kubelet, network namespaces)
 
 .PHONY: test-image
 test-image: images-amd64 ## Load the amd64 images into Docker, run them, check the digest is reproducible
@@ -136,20 +170,8 @@ test-e2e: e2e-fixtures ## A kubeadm master run by a real kubelet: the release pu
 	go test -count=1 -v -timeout 30m ./test/e2e/
 
 .PHONY: test-conformance-node
-test-conformance-node: e2e-fixtures conformance-images ## The conformance cluster alone (~5 min): one node in a network namespace with no route out, CNI, kube-proxy, CoreDNS
+test-conformance-node: e2e-fixtures conformance-images ## The conformance cluster alone: one node in a network namespace with no route out, CNI, kube-proxy, CoreDNS
 	go test -count=1 -v -timeout 20m -run '^TestConformanceNodeUp$$' ./test/conformance/
-
-.PHONY: prove-patches
-prove-patches: build ## Each patch's Regression-Test fails on the series without that patch
-	build/prove-patches.sh
-
-.PHONY: ha-figures
-ha-figures: build ## The HA fault suite on stock (waits up to 5 min per fault) and patched: a table of figures (~15 min)
-	build/ha-figures.sh
-
-.PHONY: bench
-bench: build ## Resync, failover, planned handover (kube-controller-manager and kube-scheduler), memory at 2,000-30,000 Services, watch fan-out, stock vs patched -> docs/benchmarks.md (~1.5 h)
-	build/bench.sh
 
 .PHONY: conformance-build
 conformance-build: patch ## Upstream's conformance suite (e2e.test, its 280 tests checked; ginkgo, kubectl, kube-proxy) and the node's CNI plugins and CoreDNS 1.6.5
@@ -160,7 +182,7 @@ conformance-images: conformance-build ## The conformance tests' images under the
 	images/conformance/build.sh
 
 .PHONY: conformance
-conformance: release e2e-fixtures conformance-images ## Upstream's conformance tests, stock control plane then ours by cpswap, on one node offline -> docs/conformance.md, the release's conformance.txt (< 2 h)
+conformance: release e2e-fixtures conformance-images ## Upstream's conformance tests, stock control plane then ours by cpswap, on one node offline -> docs/conformance.md, the release's conformance.txt
 	build/conformance.sh
 
 .PHONY: conformance-subset
@@ -170,11 +192,3 @@ conformance-subset: release e2e-fixtures conformance-images ## make conformance 
 .PHONY: conformance-clean
 conformance-clean: ## Remove what a killed make conformance left (its processes, namespace, mounts, cgroups, containers)
 	go test -count=1 -v -timeout 5m -run '^TestConformanceClean$$' ./test/conformance/
-
-.PHONY: test
-test: lint verify-patches verify-monitoring vulncheck test-unit test-upstream-subset test-regression test-image test-publish test-e2e prove-patches ## Everything CI runs
-	@echo "make test: all checks passed"
-
-.PHONY: clean
-clean: ## Remove _output/
-	rm -rf _output

@@ -6,12 +6,32 @@
 # - "Regression-Unit-Test: <Go package> <TestName>" (any number): applies only the
 #   patch's *_test.go changes to the series without the patch and requires the test to FAIL there.
 #   That it passes on the patched tree is checked by `make test-unit`.
-# Optional arguments limit the run to those patch files.
+# Optional arguments limit the run to those patches: files, or numbers (0041) as make prove
+# PATCH=NNNN passes them.
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
 need_patchmeta
 
-mapfile -t selected < <(if [ $# -gt 0 ]; then printf '%s\n' "$@" | xargs -n1 basename; else series_patches; fi)
+# patch_named ARG: the series' patch file that ARG names (a path, a file name, or its number).
+patch_named() {
+  local arg=$1 matches
+  if [[ ${arg} =~ ^[0-9]{4}$ ]]; then
+    mapfile -t matches < <(series_patches | grep "^${arg}-" || true)
+    [ ${#matches[@]} -eq 1 ] || die "patch ${arg}: patches/series has ${#matches[@]} patches numbered so (one expected)"
+    echo "${matches[0]}"
+  else
+    basename "${arg}"
+  fi
+}
+
+selected=()
+if [ $# -gt 0 ]; then
+  for arg in "$@"; do
+    selected+=("$(patch_named "${arg}")")
+  done
+else
+  mapfile -t selected < <(series_patches)
+fi
 proved=0
 failed=()
 

@@ -37,3 +37,4 @@ if [ -n "${binaries}" ]; then
 fi
 tree_git commit -q --cleanup=strip --author="${author}" -F "$(cd "$(dirname "${message}")" && pwd)/$(basename "${message}")"
 "$(dirname "$0")/refresh-patches.sh"
+log "your patch: ${PATCHES_DIR}/$(series_patches | tail -n 1) (its number is the NNNN of make prove PATCH=NNNN)"
