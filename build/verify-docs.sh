@@ -38,6 +38,15 @@ for doc in "${docs[@]}"; do
   done < <(grep -oE '\]\([^)[:space:]]+\)' "${doc}" | sed -e 's/^](//' -e 's/)$//' | grep -vE '^[a-z]+://' | sort -u)
 done
 [ $# -eq 0 ] || { [ ${#problems[@]} -eq 0 ] || die "$(printf '%s\n' "${problems[@]}")"; log "verify-docs: $* hold"; exit 0; }
+# The README's headline is docs/benchmarks.md's summary, copied by make bench (bench-report).
+summary=$(awk '/^- \*\*/ { found = 1; print; next } found { exit }' docs/benchmarks.md)
+headline=$(awk '/^<!-- \/headline -->/ { inside = 0 } inside { print } /^<!-- headline:/ { inside = 1 }' README.md)
+if [ -z "${headline}" ]; then
+  problems+=("README.md: no headline block (<!-- headline: ... --> to <!-- /headline -->)")
+elif [ "${headline}" != "${summary}" ]; then
+  words=$(diff <(tr -s ' ' '\n' <<<"${headline}") <(tr -s ' ' '\n' <<<"${summary}") | grep '^[<>]' | head -6 | tr '\n' ' ' || true)
+  problems+=("README.md: its headline differs from docs/benchmarks.md's summary (README < > benchmarks: ${words}); make bench copies it, or copy it by hand")
+fi
 procedure=$(awk '/^   \($/,/^   \)$/' docs/operations.md | sed 's/^   //')
 if [ -z "${procedure}" ]; then
   problems+=("docs/operations.md: no upgrade procedure block (a line \"   (\" to a line \"   )\")")

@@ -376,3 +376,29 @@ func TestConformanceRefusesAFocus(t *testing.T) {
 		t.Errorf("a refused run changed %s (%v)", page, err)
 	}
 }
+
+// TestVerifyDocsNamesAHeadlineFigureThatDrifted: a figure of docs/benchmarks.md's summary changed
+// without the README's copy fails make lint, naming the figure on both sides.
+func TestVerifyDocsNamesAHeadlineFigureThatDrifted(t *testing.T) {
+	clone := filepath.Join(t.TempDir(), "repo")
+	if out, err := exec.Command("git", "clone", "-q", "--shared", harness.RepoRoot(t), clone).CombinedOutput(); err != nil {
+		t.Fatalf("clone: %v\n%s", err, out)
+	}
+	page := filepath.Join(clone, "docs", "benchmarks.md")
+	data, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const figure = "and after 89 ms (p99"
+	if !strings.Contains(string(data), figure) {
+		t.Fatalf("docs/benchmarks.md has no %q to change", figure)
+	}
+	if err := os.WriteFile(page, []byte(strings.Replace(string(data), figure, "and after 91 ms (p99", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(filepath.Join(clone, "build", "verify-docs.sh")).CombinedOutput()
+	want := "README.md: its headline differs from docs/benchmarks.md's summary (README < > benchmarks: < 89 > 91 )"
+	if err == nil || !strings.Contains(string(out), want) {
+		t.Errorf("verify-docs after a summary figure changed: %v, want %q:\n%s", err, want, out)
+	}
+}

@@ -17,16 +17,17 @@ import (
 func main() {
 	results := flag.String("results", "_output/bench", "directory of the benchmark's JSON results")
 	page := flag.String("page", "docs/benchmarks.md", "Markdown page to write; its charts go next to it")
+	readme := flag.String("readme", "README.md", "README whose headline block gets the page's summary (none if empty)")
 	command := flag.String("command", "make bench", "command that produced the results, quoted on the page")
 	flag.Parse()
-	if err := run(*results, *page, *command); err != nil {
+	if err := run(*results, *page, *readme, *command); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-report:", err)
 		os.Exit(1)
 	}
 	klog.Infof("wrote %s and its charts", *page)
 }
 
-func run(resultsDir, page, command string) error {
+func run(resultsDir, page, readme, command string) error {
 	results, env, err := report.Load(resultsDir)
 	if err != nil {
 		return err
@@ -59,5 +60,11 @@ func run(resultsDir, page, command string) error {
 			return err
 		}
 	}
-	return report.WritePage(page, charts, command, env, results, schedulers)
+	if err := report.WritePage(page, charts, command, env, results, schedulers); err != nil {
+		return err
+	}
+	if readme == "" {
+		return nil
+	}
+	return report.CopyHeadline(readme, page)
 }
