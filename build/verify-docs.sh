@@ -47,6 +47,15 @@ elif [ "${headline}" != "${summary}" ]; then
   words=$(diff <(tr -s ' ' '\n' <<<"${headline}") <(tr -s ' ' '\n' <<<"${summary}") | grep '^[<>]' | head -6 | tr '\n' ' ' || true)
   problems+=("README.md: its headline differs from docs/benchmarks.md's summary (README < > benchmarks: ${words}); make bench copies it, or copy it by hand")
 fi
+# The README's patch table is generated from the headers (hack/refresh-patches.sh).
+need_patchmeta
+table=$(awk '/^<!-- \/patches -->/ { inside = 0 } inside { print } /^<!-- patches:/ { inside = 1 }' README.md)
+if ! generated=$("${PATCHMETA}" readme -series "${REPO_ROOT}/patches/series"); then
+  problems+=("README.md: cannot generate its patch table from patches/series")
+elif [ "${table}" != "${generated%$'\n'}" ]; then
+  rows=$(diff <(printf '%s\n' "${table}") <(printf '%s\n' "${generated%$'\n'}") | grep '^[<>]' | cut -c1-90 | head -4 | tr '\n' ' ' || true)
+  problems+=("README.md: its patch table is not the series' headers (README < > headers: ${rows}); run hack/refresh-patches.sh")
+fi
 procedure=$(awk '/^   \($/,/^   \)$/' docs/operations.md | sed 's/^   //')
 if [ -z "${procedure}" ]; then
   problems+=("docs/operations.md: no upgrade procedure block (a line \"   (\" to a line \"   )\")")

@@ -26,4 +26,8 @@ rm -f "${PATCHES_DIR}"/*.patch
   done
 } > "${SERIES_FILE}"
 tree_git update-ref refs/pipeline/applied patched
+# The README's patch table is the series' headers; a scratch series (PATCHES_DIR elsewhere) leaves it.
+if [ "${SERIES_FILE}" = "${REPO_ROOT}/patches/series" ]; then
+  "${PATCHMETA}" readme -series "${SERIES_FILE}" -update "${REPO_ROOT}/README.md"
+fi
 log "patches/ now holds $(series_patches | wc -l) patches from upstream..patched"

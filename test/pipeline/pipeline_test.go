@@ -402,3 +402,29 @@ func TestVerifyDocsNamesAHeadlineFigureThatDrifted(t *testing.T) {
 		t.Errorf("verify-docs after a summary figure changed: %v, want %q:\n%s", err, want, out)
 	}
 }
+
+// TestVerifyDocsNamesAStalePatchTable: a README patch table row that is not what the series'
+// headers give fails make lint, naming the row.
+func TestVerifyDocsNamesAStalePatchTable(t *testing.T) {
+	clone := filepath.Join(t.TempDir(), "repo")
+	if out, err := exec.Command("git", "clone", "-q", "--shared", harness.RepoRoot(t), clone).CombinedOutput(); err != nil {
+		t.Fatalf("clone: %v\n%s", err, out)
+	}
+	readme := filepath.Join(clone, "README.md")
+	data, err := os.ReadFile(readme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const row = "| 0005 | leader election renewals wrote kube-system Endpoints every 2 s"
+	if !strings.Contains(string(data), row) {
+		t.Fatalf("README.md has no row %q", row)
+	}
+	if err := os.WriteFile(readme, []byte(strings.Replace(string(data), row, "| 0005 | leader election renewals wrote kube-system Endpoints every 3 s", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(filepath.Join(clone, "build", "verify-docs.sh")).CombinedOutput()
+	want := "README.md: its patch table is not the series' headers (README < > headers: < | 0005 | leader election renewals wrote kube-system Endpoints every 3 s"
+	if err == nil || !strings.Contains(string(out), want) {
+		t.Errorf("verify-docs with a hand-edited patch row: %v, want %q:\n%s", err, want, out)
+	}
+}

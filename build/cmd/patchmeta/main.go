@@ -5,6 +5,7 @@
 //	patchmeta field PATCH NAME                                  every value of a field, one a line
 //	patchmeta notes -series FILE -version V -upstream V -go V -commit SHA   RELEASE_NOTES.md
 //	patchmeta template                                          hack/patch-message.template
+//	patchmeta readme [-series FILE] [-update README]            the README's patch table (or rewrite it in README)
 package main
 
 import (
@@ -12,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/idc-lts/kube-1.17/build/patchmeta"
 )
@@ -30,6 +32,8 @@ func main() {
 		err = notes(args)
 	case "template":
 		fmt.Print(patchmeta.Template())
+	case "readme":
+		err = readme(args)
 	default:
 		usage()
 	}
@@ -40,7 +44,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: patchmeta check [-pipeline-author A] PATCH... | field PATCH NAME | notes -series FILE -version V -upstream V -go V -commit SHA | template")
+	fmt.Fprintln(os.Stderr, "usage: patchmeta check [-pipeline-author A] PATCH... | field PATCH NAME | notes -series FILE -version V -upstream V -go V -commit SHA | template | readme [-series FILE] [-update README]")
 	os.Exit(2)
 }
 
@@ -83,6 +87,53 @@ func field(args []string) error {
 		fmt.Println(v)
 	}
 	return nil
+}
+
+// seriesPatches parses every patch the series file lists (they are beside it).
+func seriesPatches(series string) ([]*patchmeta.Patch, error) {
+	names, err := patchmeta.ReadSeries(series)
+	if err != nil {
+		return nil, err
+	}
+	var patches []*patchmeta.Patch
+	for _, name := range names {
+		p, err := patchmeta.Parse(filepath.Join(filepath.Dir(series), name))
+		if err != nil {
+			return nil, err
+		}
+		patches = append(patches, p)
+	}
+	return patches, nil
+}
+
+func readme(args []string) error {
+	flags := flag.NewFlagSet("readme", flag.ExitOnError)
+	series := flags.String("series", "patches/series", "the series file; patches are beside it")
+	update := flags.String("update", "", "README to rewrite the table of, between its markers (print the table if empty)")
+	flags.Parse(args)
+	patches, err := seriesPatches(*series)
+	if err != nil {
+		return err
+	}
+	var table strings.Builder
+	if err := patchmeta.WriteReadmeTable(&table, patches); err != nil {
+		return err
+	}
+	if *update == "" {
+		fmt.Print(table.String())
+		return nil
+	}
+	data, err := os.ReadFile(*update)
+	if err != nil {
+		return err
+	}
+	text := string(data)
+	start, end := strings.Index(text, patchmeta.ReadmeTableStart+"\n"), strings.Index(text, patchmeta.ReadmeTableEnd)
+	if start < 0 || end < start {
+		return fmt.Errorf("%s has no patch table block (%q ... %q)", *update, patchmeta.ReadmeTableStart, patchmeta.ReadmeTableEnd)
+	}
+	start += len(patchmeta.ReadmeTableStart) + 1
+	return os.WriteFile(*update, []byte(text[:start]+table.String()+text[end:]), 0o644)
 }
 
 func notes(args []string) error {
