@@ -129,7 +129,7 @@ test-upstream-integration: build ## Every upstream integration package on patche
 	build/test-upstream-integration.sh patched $(UPSTREAM_INTEGRATION_PACKAGES)
 
 .PHONY: test-upstream-baseline
-test-upstream-baseline: build ## Run the upstream integration packages on stock and record test/upstream-integration/stock-baseline.yaml
+test-upstream-baseline: build ## Run the upstream integration packages on stock and record build/upstreamtest/stock-baseline.yaml
 	build/test-upstream-integration.sh --record-baseline $(UPSTREAM_INTEGRATION_PACKAGES)
 
 .PHONY: test-regression

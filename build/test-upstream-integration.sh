@@ -11,7 +11,7 @@
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
 
-BASELINE=${REPO_ROOT}/test/upstream-integration/stock-baseline.yaml
+BASELINE=${REPO_ROOT}/build/upstreamtest/stock-baseline.yaml
 [ $# -ge 2 ] || die "usage: $0 VARIANT|--record-baseline PACKAGE[:TEST_REGEX]..."
 if [ "$1" = --record-baseline ]; then
   variant=stock mode=(-record "${BASELINE}")
