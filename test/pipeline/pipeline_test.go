@@ -428,3 +428,30 @@ func TestVerifyDocsNamesAStalePatchTable(t *testing.T) {
 		t.Errorf("verify-docs with a hand-edited patch row: %v, want %q:\n%s", err, want, out)
 	}
 }
+
+// TestVerifyDocsShellchecksEachOperatorBlock: each block an operator pastes from
+// docs/operations.md passes shellcheck on its own, and a broken one is named.
+func TestVerifyDocsShellchecksEachOperatorBlock(t *testing.T) {
+	clone := filepath.Join(t.TempDir(), "repo")
+	if out, err := exec.Command("git", "clone", "-q", "--shared", harness.RepoRoot(t), clone).CombinedOutput(); err != nil {
+		t.Fatalf("clone: %v\n%s", err, out)
+	}
+	doc := filepath.Join(clone, "docs", "operations.md")
+	data, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const line = `       "$cpswap" rollback --manifest "$manifests/$c.yaml" --backup-dir /var/lib/cpswap/backups`
+	if !strings.Contains(string(data), line) {
+		t.Fatalf("docs/operations.md has no line %q", line)
+	}
+	broken := strings.Replace(string(data), line, `       "$cpswap" rollback --manifest $manifests/$c.yaml --backup-dir /var/lib/cpswap/backups`, 1)
+	if err := os.WriteFile(doc, []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(filepath.Join(clone, "build", "verify-docs.sh")).CombinedOutput()
+	want := `docs/operations.md: block 3 ("  cpswap=bin/linux-amd64/cpswap`
+	if err == nil || !strings.Contains(string(out), want) || !strings.Contains(string(out), "SC2086") {
+		t.Errorf("verify-docs with an unquoted expansion in the rollback block: %v, want %q and SC2086:\n%s", err, want, out)
+	}
+}
