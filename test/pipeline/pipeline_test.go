@@ -441,11 +441,11 @@ func TestVerifyDocsShellchecksEachOperatorBlock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const line = `       "$cpswap" rollback --manifest "$manifests/$c.yaml" --backup-dir /var/lib/cpswap/backups`
+	const line = `       "$cpswap" rollback --manifest "$manifests/$c.yaml" --backup-dir "${BACKUP_DIR:-/var/lib/cpswap/backups}"`
 	if !strings.Contains(string(data), line) {
 		t.Fatalf("docs/operations.md has no line %q", line)
 	}
-	broken := strings.Replace(string(data), line, `       "$cpswap" rollback --manifest $manifests/$c.yaml --backup-dir /var/lib/cpswap/backups`, 1)
+	broken := strings.Replace(string(data), line, `       "$cpswap" rollback --manifest $manifests/$c.yaml --backup-dir "${BACKUP_DIR:-/var/lib/cpswap/backups}"`, 1)
 	if err := os.WriteFile(doc, []byte(broken), 0o644); err != nil {
 		t.Fatal(err)
 	}
