@@ -161,8 +161,9 @@ test-publish: build ## A real registry (TLS, auth): make publish, pull back, cos
 	go test -count=1 -v -timeout 15m ./test/publish/
 
 .PHONY: e2e-fixtures
-e2e-fixtures: images-amd64 kubeadm ## What a kubeadm node run by a real kubelet needs: the stock control plane's images, cpswap, runc-oom-clamp
+e2e-fixtures: images-amd64 kubeadm ## What a kubeadm node run by a real kubelet needs: the stock control plane's images, cpswap, runc-oom-clamp, kubectl
 	images/e2e/build.sh
+	build/build.sh stock kubectl
 	go build -trimpath -o _output/bin/e2e/linux-$$(go env GOARCH)/ ./cmd/cpswap ./test/e2e/runc-oom-clamp
 
 .PHONY: test-e2e

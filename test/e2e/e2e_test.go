@@ -132,25 +132,64 @@ func TestKubeadmMaster(t *testing.T) {
 		return err
 	})
 
-	for _, c := range components {
-		c := c
-		image := releaseImages[c]
-		s.run("cpswap plan, apply --profile leases --verify-key "+c+" by digest: the signature verifies, the kubelet pulls and runs that digest, its Lease is renewed by the new instance, Endpoints writes stop", 5*time.Minute, func(ctx context.Context) error {
-			before, err := leaseLock(ctx, client, c)
-			if err != nil {
+	// docs/operations.md's three blocks, pasted as they are, from the release directory: the
+	// master's paths under the test's root, the test's registry, and its Node's name, through the
+	// variables the blocks read.
+	blocks := operatorBlocks(t)
+	if out, err := exec.Command("cp", verifyKey, filepath.Join(release, "cosign.pub")).CombinedOutput(); err != nil {
+		t.Fatalf("setup: %v\n%s", err, out)
+	}
+	blockEnv := []string{
+		"MANIFESTS=" + m.Path("etc/kubernetes/manifests"), "KUBECONFIG=" + m.Path("etc/kubernetes/admin.conf"),
+		"BACKUP_DIR=" + backupDir, "NODE_NAME=" + m.Name, "REGISTRY=" + registry.Host + "/idc-lts", "CA=" + registry.CAFile,
+		"PATH=" + filepath.Dir(harness.Binary(t, "stock", "kubectl")) + ":" + os.Getenv("PATH"),
+	}
+	paste := func(ctx context.Context, name, block string) (int, string) {
+		cmd := exec.CommandContext(ctx, "bash", "-c", block)
+		cmd.Dir, cmd.Env = release, append(os.Environ(), blockEnv...)
+		out, err := cmd.CombinedOutput()
+		commands++
+		_ = os.WriteFile(filepath.Join(m.LogDir, fmt.Sprintf("%02d-%s.log", commands, name)), []byte(block+"\n"+string(out)), 0o644)
+		if err != nil && cmd.ProcessState == nil {
+			return -1, err.Error()
+		}
+		return cmd.ProcessState.ExitCode(), string(out)
+	}
+
+	s.run("docs/operations.md's before block, as written: both locks endpointsleases, cpswap status, both plans (signatures verified), the Leases", 2*time.Minute, func(ctx context.Context) error {
+		code, out := paste(ctx, "operations-before", blocks[0])
+		if code != 0 {
+			return fmt.Errorf("the before block: exit code %d, want 0:\n%s", code, out)
+		}
+		for _, c := range components {
+			if !strings.Contains(out, c+": lock endpointsleases") || !strings.Contains(out, releaseImages[c]) {
+				return fmt.Errorf("the before block did not check %s's lock and plan its image %s:\n%s", c, releaseImages[c], out)
+			}
+		}
+		for _, c := range components {
+			if have, _ := os.ReadFile(manifest(c)); !bytes.Equal(have, original[c]) {
+				return fmt.Errorf("the before block changed %s", manifest(c))
+			}
+		}
+		return nil
+	})
+
+	s.run("docs/operations.md's apply block, as written: both components by digest with --profile leases --verify-key; the kubelet pulls and runs each digest, each Lease is renewed by the new instance, Endpoints writes stop", 8*time.Minute, func(ctx context.Context) error {
+		before := map[string]lockRecord{}
+		for _, c := range components {
+			var err error
+			if before[c], err = leaseLock(ctx, client, c); err != nil {
 				return err
 			}
-			// docs/operations.md, upgrade step 2: the plan first, then the apply.
-			verify := []string{"--verify-key", verifyKey, "--registry-ca-file", registry.CAFile}
-			if code, out := runLogged(ctx, m.LogDir, "cpswap-plan-"+c, cpswap, append([]string{"plan", "--manifest", manifest(c), "--image", image, "--profile", "leases"}, verify...)...); code != 0 {
-				return fmt.Errorf("cpswap plan: exit code %d, want 0:\n%s", code, out)
-			}
-			code, out := apply(ctx, c, image, "3m", verify...)
-			if code != 0 {
-				return fmt.Errorf("cpswap exit code %d, want 0:\n%s", code, out)
-			}
+		}
+		code, out := paste(ctx, "operations-apply", blocks[1])
+		if code != 0 {
+			return fmt.Errorf("the apply block: exit code %d, want 0:\n%s", code, out)
+		}
+		for _, c := range components {
+			image := releaseImages[c]
 			if !strings.Contains(out, "the kubelet runs "+strings.SplitN(image, "@", 2)[1]) {
-				return fmt.Errorf("cpswap did not check the digest the kubelet runs:\n%s", out)
+				return fmt.Errorf("cpswap did not check the digest the kubelet runs for %s:\n%s", c, out)
 			}
 			if err := waitMirrorPod(ctx, client, m.Name, c, image); err != nil {
 				return err
@@ -158,13 +197,17 @@ func TestKubeadmMaster(t *testing.T) {
 			if err := runsImage(ctx, client, m, c, image); err != nil {
 				return err
 			}
-			if _, err := waitRenewedBy(ctx, client, leaseLock, c, func(h string) bool { return onThisHost(h) && h != before.Holder }); err != nil {
+			holder := before[c].Holder
+			if _, err := waitRenewedBy(ctx, client, leaseLock, c, func(h string) bool { return onThisHost(h) && h != holder }); err != nil {
 				return err
 			}
 			// Three retry periods (2 s) and more: a leases-only leader never writes the Endpoints.
-			return unwritten(ctx, client, endpointsLock, c, 10*time.Second)
-		})
-	}
+			if err := unwritten(ctx, client, endpointsLock, c, 10*time.Second); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 
 	// A planned restart of each patched component (a flag changed: the kubelet stops the pod with
 	// SIGTERM and starts the new one): the old instance releases its Lease (patch 0028), so the new
@@ -200,14 +243,21 @@ func TestKubeadmMaster(t *testing.T) {
 		})
 	}
 
-	s.run("cpswap rollback --to original: the stock image and lock are back, stock leads again", 5*time.Minute, func(ctx context.Context) error {
-		for _, c := range components {
-			// Two applies back (the release image, then its flag): --to original.
-			if code, out := runLogged(ctx, m.LogDir, "cpswap-rollback-"+c, cpswap, "rollback", "--manifest", manifest(c), "--backup-dir", backupDir, "--to", "original"); code != 0 {
-				return fmt.Errorf("cpswap rollback %s: exit code %d, want 0:\n%s", c, code, out)
+	s.run("docs/operations.md's rollback block, as written, once per apply (the restart's flag, then the release's image): kubeadm's manifests byte for byte, a Lease holder each time, stock leads again", 6*time.Minute, func(ctx context.Context) error {
+		for i, what := range []string{"the restart's flag", "the release's image"} {
+			code, out := paste(ctx, fmt.Sprintf("operations-rollback-%d", i+1), blocks[2])
+			if code != 0 {
+				return fmt.Errorf("the rollback block, undoing %s: exit code %d, want 0:\n%s", what, code, out)
 			}
+			for _, c := range components {
+				if !strings.Contains(out, c+": Lease held by ") {
+					return fmt.Errorf("the rollback block, undoing %s, did not wait for %s's Lease holder:\n%s", what, c, out)
+				}
+			}
+		}
+		for _, c := range components {
 			if have, _ := os.ReadFile(manifest(c)); !bytes.Equal(have, original[c]) {
-				return fmt.Errorf("%s after the rollback is not kubeadm's manifest byte for byte", manifest(c))
+				return fmt.Errorf("%s after the rollbacks is not kubeadm's manifest byte for byte", manifest(c))
 			}
 		}
 		for _, c := range components {
@@ -409,4 +459,33 @@ func (s *steps) logImageSizes(m *kubeadmnode.Node) {
 	}
 	s.t.Logf("images on the master:\n%s", out)
 	_ = os.WriteFile(filepath.Join(s.logDir, "image-sizes.txt"), []byte(out), 0o644)
+}
+
+// operatorBlocks are docs/operations.md's blocks to paste, in order (before, apply, rollback):
+// each from a line "   (" to a line "   )", unindented, as make lint (build/verify-docs.sh)
+// shellchecks them.
+func operatorBlocks(t *testing.T) []string {
+	doc := filepath.Join(harness.RepoRoot(t), "docs", "operations.md")
+	data, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocks, lines []string
+	inside := false
+	for _, line := range strings.Split(string(data), "\n") {
+		if line == "   (" {
+			inside, lines = true, nil
+		}
+		if inside {
+			lines = append(lines, strings.TrimPrefix(line, "   "))
+		}
+		if line == "   )" && inside {
+			inside = false
+			blocks = append(blocks, strings.Join(lines, "\n")+"\n")
+		}
+	}
+	if len(blocks) != 3 {
+		t.Fatalf("%s has %d blocks to paste, want 3 (before, apply, rollback)", doc, len(blocks))
+	}
+	return blocks
 }
