@@ -7,9 +7,16 @@
 // What it sees: field selections (pod.Spec.NodeName, c.Ports) and the getters that a pod inherits
 // from its ObjectMeta (pod.GetAnnotations()), on expressions of the pod's own types (Pod, PodSpec,
 // PodStatus, Container, ...: the types of k8s.io/api/core/v1 a Pod is made of), in every function
-// reachable by static calls and function references from the package. What it does not see: a
-// read through an interface (metav1.Object's getters after meta.Accessor), through reflection or
-// through a copy of a pod's ObjectMeta held on its own; a backport doing that has to be read.
+// reachable by static calls and function references from the package. "Kept" means a field
+// trimPod reads from the pod it trims; a field it reads only to filter by is counted as kept too:
+// it keeps the Ready condition alone, so a backport that reads another condition (ContainersReady,
+// PodScheduled) passes the check and finds nothing on a standby.
+//
+// What it does not see, so that a backport doing it has to be read: a read through an interface
+// (a lister's GetPodServices, metav1.Object's getters after meta.Accessor, sort's Less), through
+// reflection, in a function literal assigned to a package-level variable, or through a copy of a
+// pod's ObjectMeta handed to a helper; a read by op-assignment or ++. It flags pod.Kind
+// (TypeMeta), which trimPod leaves in place.
 package standbyfields
 
 import (

@@ -60,7 +60,7 @@ func exclusionPattern() string {
 // ginkgoGaveUp matches what ginkgo v1 and the Go test binary print when an invocation ends
 // without reporting every test: ginkgo's own timeout (-timeout; a parallel node still running
 // writes no JUnit file), the test binary's timeout, and a crash.
-var ginkgoGaveUp = regexp.MustCompile(`(?m)^(Ginkgo timed out.*|Ginkgo ran out of time.*|panic: .*)$`)
+var ginkgoGaveUp = regexp.MustCompile(`(?m)^(Ginkgo timed out.*|Ginkgo ran out of time.*|panic: .*\n+goroutine \d+ \[running\]:)`)
 
 // PhaseFailure says why a finished ginkgo invocation cannot be counted, or "" if it can: its log
 // shows a timeout or a crash, or ginkgo exited non-zero while the phase's JUnit files record no
@@ -72,10 +72,20 @@ func PhaseFailure(exitErr error, log string, results map[string]report.Case) str
 	if exitErr == nil {
 		return ""
 	}
-	for _, c := range results {
-		if c.Result == report.Failed {
-			return ""
+	// Only a conformance test's failure explains the exit: ginkgo's BeforeSuite and AfterSuite
+	// have JUnit cases of their own, and their failure is the phase's.
+	explained := false
+	for name, c := range results {
+		if c.Result != report.Failed {
+			continue
 		}
+		if !strings.Contains(name, report.ConformanceTag) {
+			return fmt.Sprintf("ginkgo exited with %v: %q failed, which is not a conformance test", exitErr, name)
+		}
+		explained = true
+	}
+	if explained {
+		return ""
 	}
 	return fmt.Sprintf("ginkgo exited with %v, and no test of the phase failed", exitErr)
 }

@@ -25,6 +25,8 @@ type loadBalancer struct {
 	listeners []*frontendListener
 	conns     map[*proxiedConn]struct{}
 	closed    bool
+	// isDown: the frontends are closed (down); a connection accepted just before is reset.
+	isDown bool
 	wg        sync.WaitGroup
 }
 
@@ -84,6 +86,7 @@ func (lb *loadBalancer) serve(name string, l net.Listener) {
 // established connections: what the clients of a stopped apiserver see.
 func (lb *loadBalancer) down() {
 	lb.mu.Lock()
+	lb.isDown = true
 	for _, f := range lb.listeners {
 		if f.l != nil {
 			f.l.Close()
@@ -98,6 +101,7 @@ func (lb *loadBalancer) down() {
 func (lb *loadBalancer) up() {
 	var failed []string
 	lb.mu.Lock()
+	lb.isDown = false
 	for _, f := range lb.listeners {
 		if f.l != nil {
 			continue
@@ -130,7 +134,7 @@ func (lb *loadBalancer) forward(frontend string, client *net.TCPConn) {
 	}
 	pc := &proxiedConn{frontend: frontend, client: client, backend: conn.(*net.TCPConn)}
 	lb.mu.Lock()
-	if lb.closed {
+	if lb.closed || lb.isDown {
 		lb.mu.Unlock()
 		pc.close(true)
 		return
