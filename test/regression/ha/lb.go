@@ -27,7 +27,7 @@ type loadBalancer struct {
 	closed    bool
 	// isDown: the frontends are closed (down); a connection accepted just before is reset.
 	isDown bool
-	wg        sync.WaitGroup
+	wg     sync.WaitGroup
 }
 
 // frontendListener is one client's frontend: its name, address and listener (nil while down).
