@@ -380,23 +380,7 @@ func TestConformanceRefusesAFocus(t *testing.T) {
 // TestVerifyDocsNamesAHeadlineFigureThatDrifted: a figure of docs/benchmarks.md's summary changed
 // without the README's copy fails make lint, naming the figure on both sides.
 func TestVerifyDocsNamesAHeadlineFigureThatDrifted(t *testing.T) {
-	clone := filepath.Join(t.TempDir(), "repo")
-	if out, err := exec.Command("git", "clone", "-q", "--shared", harness.RepoRoot(t), clone).CombinedOutput(); err != nil {
-		t.Fatalf("clone: %v\n%s", err, out)
-	}
-	page := filepath.Join(clone, "docs", "benchmarks.md")
-	data, err := os.ReadFile(page)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const figure = "and after 89 ms (p99"
-	if !strings.Contains(string(data), figure) {
-		t.Fatalf("docs/benchmarks.md has no %q to change", figure)
-	}
-	if err := os.WriteFile(page, []byte(strings.Replace(string(data), figure, "and after 91 ms (p99", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(filepath.Join(clone, "build", "verify-docs.sh")).CombinedOutput()
+	out, err := verifyDocsAfterEdit(t, "docs/benchmarks.md", "and after 89 ms (p99", "and after 91 ms (p99")
 	want := "README.md: its headline differs from docs/benchmarks.md's summary (README < > benchmarks: < 89 > 91 )"
 	if err == nil || !strings.Contains(string(out), want) {
 		t.Errorf("verify-docs after a summary figure changed: %v, want %q:\n%s", err, want, out)
@@ -406,23 +390,8 @@ func TestVerifyDocsNamesAHeadlineFigureThatDrifted(t *testing.T) {
 // TestVerifyDocsNamesAStalePatchTable: a README patch table row that is not what the series'
 // headers give fails make lint, naming the row.
 func TestVerifyDocsNamesAStalePatchTable(t *testing.T) {
-	clone := filepath.Join(t.TempDir(), "repo")
-	if out, err := exec.Command("git", "clone", "-q", "--shared", harness.RepoRoot(t), clone).CombinedOutput(); err != nil {
-		t.Fatalf("clone: %v\n%s", err, out)
-	}
-	readme := filepath.Join(clone, "README.md")
-	data, err := os.ReadFile(readme)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const row = "| 0005 | leader election renewals wrote kube-system Endpoints every 2 s"
-	if !strings.Contains(string(data), row) {
-		t.Fatalf("README.md has no row %q", row)
-	}
-	if err := os.WriteFile(readme, []byte(strings.Replace(string(data), row, "| 0005 | leader election renewals wrote kube-system Endpoints every 3 s", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(filepath.Join(clone, "build", "verify-docs.sh")).CombinedOutput()
+	out, err := verifyDocsAfterEdit(t, "README.md", "| 0005 | leader election renewals wrote kube-system Endpoints every 2 s",
+		"| 0005 | leader election renewals wrote kube-system Endpoints every 3 s")
 	want := "README.md: its patch table is not the series' headers (README < > headers: < | 0005 | leader election renewals wrote kube-system Endpoints every 3 s"
 	if err == nil || !strings.Contains(string(out), want) {
 		t.Errorf("verify-docs with a hand-edited patch row: %v, want %q:\n%s", err, want, out)
@@ -432,26 +401,23 @@ func TestVerifyDocsNamesAStalePatchTable(t *testing.T) {
 // TestVerifyDocsShellchecksEachOperatorBlock: each block an operator pastes from
 // docs/operations.md passes shellcheck on its own, and a broken one is named.
 func TestVerifyDocsShellchecksEachOperatorBlock(t *testing.T) {
-	clone := filepath.Join(t.TempDir(), "repo")
-	if out, err := exec.Command("git", "clone", "-q", "--shared", harness.RepoRoot(t), clone).CombinedOutput(); err != nil {
-		t.Fatalf("clone: %v\n%s", err, out)
-	}
-	doc := filepath.Join(clone, "docs", "operations.md")
-	data, err := os.ReadFile(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const line = `       "$cpswap" rollback --manifest "$manifests/$c.yaml" --backup-dir "${BACKUP_DIR:-/var/lib/cpswap/backups}"`
-	if !strings.Contains(string(data), line) {
-		t.Fatalf("docs/operations.md has no line %q", line)
-	}
-	broken := strings.Replace(string(data), line, `       "$cpswap" rollback --manifest $manifests/$c.yaml --backup-dir "${BACKUP_DIR:-/var/lib/cpswap/backups}"`, 1)
-	if err := os.WriteFile(doc, []byte(broken), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(filepath.Join(clone, "build", "verify-docs.sh")).CombinedOutput()
+	out, err := verifyDocsAfterEdit(t, "docs/operations.md",
+		`       "$cpswap" rollback --manifest "$manifests/$c.yaml" --backup-dir "${BACKUP_DIR:-/var/lib/cpswap/backups}"`,
+		`       "$cpswap" rollback --manifest $manifests/$c.yaml --backup-dir "${BACKUP_DIR:-/var/lib/cpswap/backups}"`)
 	want := `docs/operations.md: block 3 ("  cpswap=bin/linux-amd64/cpswap`
 	if err == nil || !strings.Contains(string(out), want) || !strings.Contains(string(out), "SC2086") {
 		t.Errorf("verify-docs with an unquoted expansion in the rollback block: %v, want %q and SC2086:\n%s", err, want, out)
 	}
+}
+
+// verifyDocsAfterEdit clones the repository, replaces the first old in its file rel with new
+// (editPatch), and runs the clone's build/verify-docs.sh.
+func verifyDocsAfterEdit(t *testing.T, rel, old, new string) ([]byte, error) {
+	t.Helper()
+	clone := filepath.Join(t.TempDir(), "repo")
+	if out, err := exec.Command("git", "clone", "-q", "--shared", harness.RepoRoot(t), clone).CombinedOutput(); err != nil {
+		t.Fatalf("clone: %v\n%s", err, out)
+	}
+	editPatch(t, filepath.Join(clone, rel), old, new)
+	return exec.Command(filepath.Join(clone, "build", "verify-docs.sh")).CombinedOutput()
 }
