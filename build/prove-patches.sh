@@ -41,6 +41,9 @@ expect_failure() {
   shift 4
   if (cd "${dir}" && "$@") >"${log_file}" 2>&1; then
     failed+=("${name}: ${test_name} passes without the patch, so it does not test the patch")
+  elif grep -q -E '\[(build|setup) failed\]' "${log_file}"; then
+    # A test that does not compile proves nothing: name its first error.
+    failed+=("${name}: ${test_name} does not build without the patch: $(grep -m1 -E '\.go:[0-9]+:[0-9]+: ' "${log_file}" | sed 's/^[[:space:]]*//' | cut -c1-200); if that names what a patch left out brings, the patch that uses it needs a Requires line (see ${log_file})")
   elif ! grep -q -- "--- FAIL: ${test_name}" "${log_file}"; then
     failed+=("${name}: ${test_name} did not run to a test failure without the patch (see ${log_file})")
   else
