@@ -171,7 +171,7 @@ test-e2e: e2e-fixtures ## A kubeadm master run by a real kubelet: the release pu
 	go test -count=1 -v -timeout 30m ./test/e2e/
 
 .PHONY: test-conformance-node
-test-conformance-node: e2e-fixtures conformance-images ## The conformance cluster alone: one node in a network namespace with no route out, CNI, kube-proxy, CoreDNS
+test-conformance-node: e2e-fixtures conformance-images ## The conformance cluster alone: two nodes, each in a network namespace with no route out, CNI, kube-proxy, CoreDNS
 	go test -count=1 -v -timeout 20m -run '^TestConformanceNodeUp$$' ./test/conformance/
 
 .PHONY: conformance-build
@@ -183,7 +183,7 @@ conformance-images: conformance-build ## The conformance tests' images under the
 	images/conformance/build.sh
 
 .PHONY: conformance
-conformance: release e2e-fixtures conformance-images ## Upstream's conformance tests, stock control plane then ours by cpswap, on one node offline -> docs/conformance.md, the release's conformance.txt
+conformance: release e2e-fixtures conformance-images ## Upstream's conformance tests, stock control plane then ours by cpswap, on two nodes offline -> docs/conformance.md, the release's conformance.txt
 	build/conformance.sh
 
 .PHONY: conformance-subset

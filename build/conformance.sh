@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# make conformance: upstream v1.17.3's conformance tests on a one-node kubeadm cluster run by a
-# real kubelet in a network namespace with no route out, first with the stock control plane, then
+# make conformance: upstream v1.17.3's conformance tests on a two-node kubeadm cluster, each
+# node a real kubelet in a network namespace with no route out, first with the stock control plane, then
 # with the release's kube-controller-manager and kube-scheduler swapped in by cpswap
 # (test/conformance, TestConformance). conformance-report compares the runs into
 # docs/conformance.md and the release's conformance.txt, and fails when a test that passed with
@@ -50,7 +50,7 @@ if ${subset}; then
 fi
 log "comparing the runs into ${page} and ${summary}"
 (cd "${REPO_ROOT}" && go run ./test/conformance/cmd/conformance-report \
-  -tests "${logs}/tests.txt" -stock "${logs}/junit/stock" -ours "${logs}/junit/ours" \
+  -tests "${logs}/tests.txt" -nodes "${logs}/nodes.txt" -stock "${logs}/junit/stock" -ours "${logs}/junit/ours" \
   -stock-images "${logs}/stock-images.txt" -our-images "${logs}/ours-images.txt" \
   -page "${page}" -summary "${summary}" "${subset_args[@]}" \
   -release "${RELEASE_VERSION}" -commit "$(tree_git rev-parse "patched^{commit}")" \

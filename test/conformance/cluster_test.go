@@ -3,6 +3,7 @@ package conformance
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,18 +22,34 @@ import (
 	"github.com/idc-lts/kube-1.17/test/kubeadmnode"
 )
 
-// The conformance node: its own network namespace, run directory, cgroup and marker, so that it
-// never touches test/e2e's (both hold the same machine lock: they share /var/log/pods).
-const (
-	nodeName   = "idc-lts-conf-node" // not ending in "master": the 1.17 scheduler tests skip such nodes
-	nodeRunDir = "/run/idc-lts-conf"
-	nodeIP     = "10.240.0.2"
-	serviceNet = "10.96.0.0/12"
-	// podNet is the node's share of kubeadm's podSubnet (10.244.0.0/16), handed out by the CNI
+// The conformance cluster's nodes: each its own network namespace, run directory and cgroup, so
+// that none touches test/e2e's (both suites hold the same machine lock: they share the host's
+// /var/log/pods, which the first node uses and the second hides behind its own).
+type nodeSpec struct {
+	name   string // not ending in "master": the 1.17 scheduler tests skip such nodes
+	runDir string
+	ip     string
+	// podNet is the node's share of kubeadm's podSubnet (10.244.0.0/16), handed out by its CNI
 	// bridge plugin; kube-proxy's clusterCIDR is the whole podSubnet.
-	podNet     = "10.244.0.0/24"
+	podNet string
+}
+
+// nodeSpecs are the cluster's nodes, the control plane's first; conformance needs two (a
+// DaemonSet test asks for more than one schedulable node).
+var nodeSpecs = []nodeSpec{
+	{name: "idc-lts-conf-node", runDir: "/run/idc-lts-conf", ip: "10.240.0.2", podNet: "10.244.0.0/24"},
+	{name: "idc-lts-conf-worker", runDir: "/run/idc-lts-conf-worker", ip: "10.240.0.3", podNet: "10.244.1.0/24"},
+}
+
+const (
+	serviceNet = "10.96.0.0/12"
 	clusterDNS = "10.96.0.10"
+	// switchFile is the namespace that links the nodes' namespaces (and nothing else).
+	switchFile = "/run/idc-lts-conf/switch"
 )
+
+// netNSFile is the file node's network namespace is bound to.
+func (s nodeSpec) netNSFile() string { return filepath.Join(s.runDir, "netns") }
 
 // cniPlugins are the CNI plugins v0.8.5 (make conformance-build) the node's network uses.
 var cniPlugins = []string{"bridge", "host-local", "loopback", "portmap"}
@@ -47,16 +64,23 @@ conntrack:
   maxPerCore: 0
 `
 
-// nodeConfig is the conformance node's. Its kubelet is kubeadm's (webhook authentication and
+// nodeConfig is the conformance node i's. Its kubelet is kubeadm's (webhook authentication and
 // authorization, cluster DNS at kubeadm's address) with a CNI network in the namespace: a bridge
 // with the pods' gateway and no masquerading, and a resolv.conf naming an address where nothing
-// answers, so that CoreDNS forwards nothing anywhere.
-func nodeConfig(t *testing.T, ns *kubeadmnode.NetNS) kubeadmnode.Config {
-	dir := filepath.Join(harness.OutputDir(t), "conformance", "node")
+// answers, so that CoreDNS forwards nothing anywhere. Every node after the first keeps its pod
+// logs to itself and logs into a directory of its own.
+func nodeConfig(t *testing.T, i int) kubeadmnode.Config {
+	spec := nodeSpecs[i]
+	dir := filepath.Join(harness.OutputDir(t), "conformance", spec.name)
 	root := filepath.Join(dir, "root")
-	return kubeadmnode.Config{Name: nodeName, Marker: "idc-lts-conf",
-		Dir: dir, RunDir: nodeRunDir, Cgroup: "idc-lts-conf", Runtime: "idc-lts-conf-runc",
-		NetNS: ns, NodeIP: nodeIP, KubeadmConfig: kubeProxyConfig,
+	logDir := ""
+	if i > 0 {
+		logDir = filepath.Join(harness.LogDir(t), spec.name)
+	}
+	return kubeadmnode.Config{Name: spec.name, Marker: "idc-lts-conf",
+		Dir: dir, RunDir: spec.runDir, Cgroup: spec.name, Runtime: "idc-lts-conf-runc",
+		NetNS: &kubeadmnode.NetNS{Path: spec.netNSFile()}, NodeIP: spec.ip, KubeadmConfig: kubeProxyConfig,
+		OwnPodLogs: i > 0, LogDir: logDir,
 		KubeletArgs: []string{
 			// The namespace is the node's own: the kubelet listens where a node's does, and keeps
 			// the iptables chains kube-proxy's rules jump to.
@@ -75,7 +99,7 @@ func nodeConfig(t *testing.T, ns *kubeadmnode.NetNS) kubeadmnode.Config {
 
 // cniConfig is the node's pod network: the bridge plugin (br_netfilter is per namespace, so
 // kube-proxy's rules see bridged traffic) with host-local addresses kept in the node's root.
-func cniConfig(root string) string {
+func cniConfig(root, podNet string) string {
 	return fmt.Sprintf(`{
   "cniVersion": "0.3.1",
   "name": "idc-lts-conf",
@@ -89,19 +113,22 @@ func cniConfig(root string) string {
 `, podNet, filepath.Join(root, "var/lib/cni/networks"))
 }
 
-// cluster is the one-node cluster the conformance tests run on.
+// cluster is the cluster the conformance tests run on.
 type cluster struct {
+	// node is the control plane's, nodes all of them (node first).
 	node   *kubeadmnode.Node
+	nodes  []*kubeadmnode.Node
 	ns     *kubeadmnode.NetNS
 	client kubernetes.Interface
 	// work holds what the test runs write besides their logs.
 	work string
 }
 
-// startCluster claims the machine, cleans up after a killed run, and brings the node up in a
-// network namespace of its own: static control plane, CNI, kube-proxy and CoreDNS by kubeadm's
-// addon phases, the control-plane taint removed. Its cleanup tears it all down and fails the test
-// if the host's links or routes differ from before. The node trusts ours's registry, if given.
+// startCluster cleans up after a killed run and brings the nodes up, each in a network namespace
+// of its own, linked by a switch that leads nowhere else: on the first a static control plane by
+// kubeadm's init phases, the second joined to it; CNI, kube-proxy and CoreDNS by kubeadm's addon
+// phases, the control-plane taint removed. Its cleanup tears it all down and fails the test if
+// the host's links or routes differ from before. The first node trusts ours's registry, if given.
 // The caller has claimed the machine (kubeadmnode.ClaimMachine).
 func startCluster(t *testing.T, ours *ourRelease) *cluster {
 	images := conformanceImages(t)
@@ -115,35 +142,53 @@ func startCluster(t *testing.T, ours *ourRelease) *cluster {
 	}
 
 	cleanLeftovers(t)
-	if err := os.MkdirAll(nodeRunDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	ns, err := kubeadmnode.CreateNetNS(filepath.Join(nodeRunDir, "netns"), nodeIP+"/24", serviceNet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	node := kubeadmnode.New(t, nodeConfig(t, ns))
+	var nodes []*kubeadmnode.Node
 	t.Cleanup(func() {
-		node.Teardown(t)
-		if err := ns.Remove(); err != nil {
+		// The worker first: its kubelet's changes to the host's kernel parameters were
+		// recorded after the first node's, which puts back what was there before either.
+		for i := len(nodes) - 1; i >= 0; i-- {
+			nodes[i].Teardown(t)
+		}
+		if err := removeNetworks(); err != nil {
 			t.Errorf("teardown: %v", err)
 		}
 		if after, err := kubeadmnode.HostNetwork(); err != nil || after != hostBefore {
 			t.Errorf("teardown: the host's links or routes differ from before the run:\nbefore %s\nafter %s", hostBefore, after)
 		}
 	})
-	node.KubeadmInit(t)
-	node.RecordHostState(t)
-	writeNodeFiles(t, node)
-	node.StartDockerd(t)
-	node.LoadControlPlaneImages(t)
-	node.LoadImages(t, images...)
-	if ours != nil {
-		node.TrustRegistry(t, ours.registry)
+	if err := createNetworks(); err != nil {
+		t.Fatal(err)
 	}
-	node.StartKubelet(t)
+	for i := range nodeSpecs {
+		nodes = append(nodes, kubeadmnode.New(t, nodeConfig(t, i)))
+	}
+	master := nodes[0]
+	master.KubeadmInit(t)
+	for i, node := range nodes {
+		if i > 0 {
+			node.KubeadmJoin(t, master)
+		}
+		// Before any kubelet runs: each node records the host as it was.
+		node.RecordHostState(t)
+	}
+	for i, node := range nodes {
+		writeNodeFiles(t, node, nodeSpecs[i])
+		node.StartDockerd(t)
+		if i == 0 {
+			node.LoadControlPlaneImages(t)
+		} else {
+			node.LoadSandboxImage(t)
+		}
+		node.LoadImages(t, images...)
+	}
+	if ours != nil {
+		master.TrustRegistry(t, ours.registry)
+	}
+	for _, node := range nodes {
+		node.StartKubelet(t)
+	}
 
-	c := &cluster{node: node, ns: ns, client: kubernetes.NewForConfigOrDie(node.RestConfig(t))}
+	c := &cluster{node: master, nodes: nodes, ns: master.NetNS, client: kubernetes.NewForConfigOrDie(master.RestConfig(t))}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	c.waitControlPlane(ctx, t)
@@ -151,12 +196,56 @@ func startCluster(t *testing.T, ours *ourRelease) *cluster {
 	return c
 }
 
-// cleanLeftovers tears down what a killed run left: the node, and every process still in its
-// network namespace (whose file lives in the run directory), then the namespace.
+// createNetworks creates each node's network namespace and the switch between them: a node
+// reaches the others' addresses, and their pods through them, and nothing beyond.
+func createNetworks() error {
+	if err := os.MkdirAll(nodeSpecs[0].runDir, 0o700); err != nil {
+		return err
+	}
+	sw, err := kubeadmnode.CreateSwitch(switchFile)
+	if err != nil {
+		return err
+	}
+	for i, spec := range nodeSpecs {
+		if err := os.MkdirAll(spec.runDir, 0o700); err != nil {
+			return err
+		}
+		ns, err := kubeadmnode.CreateNetNS(spec.netNSFile(), spec.ip+"/24", serviceNet)
+		if err != nil {
+			return err
+		}
+		if err := ns.PlugInto(sw, fmt.Sprintf("node%d", i)); err != nil {
+			return err
+		}
+		for _, other := range nodeSpecs {
+			if other != spec {
+				if err := ns.Route(other.podNet, other.ip); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// removeNetworks removes the nodes' namespaces and the switch (each node's teardown has killed
+// what ran in its namespace).
+func removeNetworks() error {
+	var errs []error
+	for _, spec := range nodeSpecs {
+		errs = append(errs, (&kubeadmnode.NetNS{Path: spec.netNSFile()}).Remove())
+	}
+	return errors.Join(append(errs, (&kubeadmnode.NetNS{Path: switchFile}).Remove())...)
+}
+
+// cleanLeftovers tears down what a killed run left: the nodes (the worker first), every process
+// still in their network namespaces (whose files live in their run directories), then the
+// namespaces and the switch.
 func cleanLeftovers(t *testing.T) {
-	ns := &kubeadmnode.NetNS{Path: filepath.Join(nodeRunDir, "netns")}
-	kubeadmnode.New(t, nodeConfig(t, ns)).CleanLeftovers(t)
-	if err := ns.Remove(); err != nil {
+	for i := len(nodeSpecs) - 1; i >= 0; i-- {
+		kubeadmnode.New(t, nodeConfig(t, i)).CleanLeftovers(t)
+	}
+	if err := removeNetworks(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -184,10 +273,10 @@ func conformanceImages(t *testing.T) []string {
 
 // writeNodeFiles writes what the kubelet reads at start besides kubeadm's files: the CNI plugins
 // and network, and the resolv.conf that it gives CoreDNS (a nameserver that does not answer).
-func writeNodeFiles(t *testing.T, node *kubeadmnode.Node) {
+func writeNodeFiles(t *testing.T, node *kubeadmnode.Node, spec nodeSpec) {
 	files := map[string]string{
-		"etc/cni/net.d/10-idc-lts-conf.conflist": cniConfig(node.Root),
-		"etc/resolv.conf":                        "nameserver " + nodeIP + "\n",
+		"etc/cni/net.d/10-idc-lts-conf.conflist": cniConfig(node.Root, spec.podNet),
+		"etc/resolv.conf":                        "nameserver " + spec.ip + "\n",
 	}
 	for _, plugin := range cniPlugins {
 		data, err := os.ReadFile(harness.Binary(t, "conformance", plugin))
@@ -232,8 +321,9 @@ func (c *cluster) waitControlPlane(ctx context.Context, t *testing.T) {
 // holdPods is a quota that admits no new pod in kube-system while it exists.
 const holdPods = "idc-lts-conf-hold"
 
-// deployAddons runs kubeadm's addon phases as kubeadm init runs them on a one-node cluster, and
-// removes the control-plane taint, as kubeadm's docs say to for one. kube-proxy's DaemonSet mounts
+// deployAddons runs kubeadm's addon phases as kubeadm init runs them, and leaves the control
+// plane's node untainted, as kubeadm's docs say to for pods to run there: the conformance tests
+// want two schedulable nodes. kube-proxy's DaemonSet mounts
 // the host's /lib/modules, which dockerd would create on this machine: its pods are held back by
 // a quota until that volume points into the node's root.
 func (c *cluster) deployAddons(ctx context.Context, t *testing.T) {
@@ -257,24 +347,28 @@ func (c *cluster) deployAddons(ctx context.Context, t *testing.T) {
 		t.Fatal(err)
 	}
 	// kubeadm's mark-control-plane phase (its label, and no taint: kubeadm's docs untaint a
-	// one-node cluster's master); the phase itself reads only /etc/kubernetes/admin.conf.
+	// master to schedule pods on it); the phase itself reads only /etc/kubernetes/admin.conf.
 	if _, err := c.node.Kubectl(t, "label", "node", c.node.Name, "node-role.kubernetes.io/master="); err != nil {
 		t.Fatal(err)
 	}
 	c.node.KubeadmPhase(t, "addon", "coredns")
 
 	err = kubeadmnode.WaitFor(ctx, 2*time.Second, func() (bool, error) {
-		node, err := c.client.CoreV1().Nodes().Get(c.node.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, cond := range node.Status.Conditions {
-			if cond.Type == corev1.NodeReady && cond.Status != corev1.ConditionTrue {
-				return false, fmt.Errorf("node not ready: %s", cond.Message)
+		for _, n := range c.nodes {
+			node, err := c.client.CoreV1().Nodes().Get(n.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			ready := false
+			for _, cond := range node.Status.Conditions {
+				ready = ready || (cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue)
+			}
+			if !ready {
+				return false, fmt.Errorf("node %s not ready", n.Name)
 			}
 		}
 		proxy, err := c.client.AppsV1().DaemonSets("kube-system").Get("kube-proxy", metav1.GetOptions{})
-		if err != nil || proxy.Status.NumberReady != 1 {
+		if err != nil || proxy.Status.NumberReady != int32(len(c.nodes)) {
 			return false, fmt.Errorf("kube-proxy not ready (%v)", err)
 		}
 		dns, err := c.client.AppsV1().Deployments("kube-system").Get("coredns", metav1.GetOptions{})
@@ -284,8 +378,17 @@ func (c *cluster) deployAddons(ctx context.Context, t *testing.T) {
 		return true, nil
 	})
 	if err != nil {
-		t.Fatalf("addons: %v\n%s", err, c.node.Kubelet.Tail(20))
+		t.Fatalf("addons: %v\n%s", err, c.kubeletTails(20))
 	}
+}
+
+// kubeletTails are the last n lines of each node's kubelet log.
+func (c *cluster) kubeletTails(n int) string {
+	var b strings.Builder
+	for _, node := range c.nodes {
+		fmt.Fprintf(&b, "%s's kubelet:\n%s\n", node.Name, node.Kubelet.Tail(n))
+	}
+	return b.String()
 }
 
 // relocateHostPath points the DaemonSet's hostPath volume of path at to.

@@ -39,7 +39,7 @@ const (
 // ginkgoSeed orders the specs alike in both runs.
 const ginkgoSeed = "1436380640"
 
-// TestConformance runs upstream v1.17.3's conformance tests on a one-node cluster
+// TestConformance runs upstream v1.17.3's conformance tests on a two-node cluster
 // (startCluster), first with the stock control plane, then with ours swapped in by cpswap as an
 // operator would, each run in Phases. JUnit files go to the test's log directory,
 // junit/<variant>/; conformance-report compares them.
@@ -74,6 +74,14 @@ func TestConformance(t *testing.T) {
 	c := startCluster(t, ours)
 	c.work = t.TempDir() // e2e.test's HOME, TMPDIR and --repo-root, per phase
 	logDir := harness.LogDir(t)
+	// The report names the cluster's nodes (conformance-report -nodes).
+	var names []string
+	for _, node := range c.nodes {
+		names = append(names, node.Name)
+	}
+	if err := os.WriteFile(filepath.Join(logDir, "nodes.txt"), []byte(strings.Join(names, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, variant := range variants {
 		if variant == "ours" {
 			c.swapIn(t, ours)
@@ -96,8 +104,12 @@ func TestConformance(t *testing.T) {
 	}
 	// Offline, a missing image fails its pull at once and the test that wanted it fails on its
 	// own; this names the image.
-	if pulls := unexpectedPulls(c.node.Kubelet.LogLines("Pulling image"), ours); len(pulls) > 0 {
-		t.Errorf("PULL ATTEMPT: the kubelet tried to pull images the run does not have (make conformance-images builds each test's): %s",
+	var pulling []string
+	for _, node := range c.nodes {
+		pulling = append(pulling, node.Kubelet.LogLines("Pulling image")...)
+	}
+	if pulls := unexpectedPulls(pulling, ours); len(pulls) > 0 {
+		t.Errorf("PULL ATTEMPT: a kubelet tried to pull images the run does not have (make conformance-images builds each test's): %s",
 			strings.Join(pulls, ", "))
 	}
 }
@@ -172,7 +184,7 @@ func (c *cluster) runPhase(t *testing.T, ginkgo, e2e, variant string, p Phase, l
 		}
 	}
 	args := []string{fmt.Sprintf("-nodes=%d", p.Nodes), "-noColor", "-v", fmt.Sprintf("-timeout=%s", p.Timeout), e2e, "--",
-		"--kubeconfig=" + c.node.Path("etc/kubernetes/admin.conf"), "--provider=skeleton", "--num-nodes=1",
+		"--kubeconfig=" + c.node.Path("etc/kubernetes/admin.conf"), "--provider=skeleton", fmt.Sprintf("--num-nodes=%d", len(c.nodes)),
 		"--kubectl-path=" + harness.Binary(t, "stock", "kubectl"), "--repo-root=" + filepath.Join(work, "repo"),
 		"--disable-log-dump", "--system-pods-startup-timeout=5m",
 		"--report-dir=" + junit, "--report-prefix=" + variant + "-" + p.Name + "-",

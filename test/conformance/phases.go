@@ -1,4 +1,4 @@
-// Package conformance runs upstream's conformance tests of v1.17.3 on a one-node cluster
+// Package conformance runs upstream's conformance tests of v1.17.3 on a two-node cluster
 // (docs/conformance-plan.md). So far: how a run splits into ginkgo invocations.
 package conformance
 

@@ -73,6 +73,48 @@ networking:
 	}
 }
 
+// KubeadmJoin gives the node what `kubeadm join` leaves a worker of master's cluster: the
+// cluster's CA certificate and a kubelet.conf for the node's own identity (system:node:<Name>),
+// written by kubeadm v1.17.3's kubeconfig phase with the master's CA, whose key the node then
+// deletes again. It stands in for join's TLS bootstrap, which waits for a kubelet under systemd;
+// what the kubelet ends up with is the same.
+func (n *Node) KubeadmJoin(t *testing.T, master *Node) {
+	config := fmt.Sprintf(`apiVersion: kubeadm.k8s.io/v1beta2
+kind: InitConfiguration
+localAPIEndpoint:
+  advertiseAddress: %s
+  bindPort: 6443
+nodeRegistration:
+  name: %s
+  criSocket: /var/run/dockershim.sock
+`, master.IP, n.Name)
+	pki := n.Path("etc/kubernetes/pki")
+	if err := os.MkdirAll(pki, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(n.Path("kubeadm.yaml"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{"ca.crt", "ca.key"} {
+		data, err := os.ReadFile(master.Path("etc/kubernetes/pki/" + file))
+		if err != nil {
+			t.Fatalf("setup: the master's CA: %v", err)
+		}
+		if err := os.WriteFile(filepath.Join(pki, file), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := []string{"init", "phase", "kubeconfig", "kubelet", "--config=/kubeadm.yaml", "--rootfs=" + n.Root}
+	out, err := exec.Command(harness.Binary(t, "stock", "kubeadm"), args...).CombinedOutput()
+	_ = os.WriteFile(filepath.Join(n.LogDir, "kubeadm-join.log"), out, 0o644)
+	if removeErr := os.Remove(filepath.Join(pki, "ca.key")); removeErr != nil {
+		t.Fatalf("setup: removing the CA key from %s: %v", n.Name, removeErr)
+	}
+	if err != nil {
+		t.Fatalf("setup: kubeadm %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
 // relocateHostPaths points every hostPath volume of a static-pod manifest into root, so that the
 // pods read this test's PKI, kubeconfigs and etcd data and the kubelet creates nothing in the
 // host's /etc or /usr. The paths inside the containers, and so every flag, stay kubeadm's.

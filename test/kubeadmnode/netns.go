@@ -30,6 +30,20 @@ const Link = "node0"
 // up, and routes to each of routes (the Service CIDR: a connection to a ClusterIP needs a route
 // before kube-proxy's rules rewrite it) through Link.
 func CreateNetNS(path, nodeCIDR string, routes ...string) (*NetNS, error) {
+	steps := [][]string{
+		{"ip", "link", "add", Link, "type", "veth", "peer", "name", Link + "-end"},
+		{"ip", "addr", "add", nodeCIDR, "dev", Link},
+		{"ip", "link", "set", Link, "up"},
+	}
+	for _, route := range routes {
+		steps = append(steps, []string{"ip", "route", "add", route, "dev", Link})
+	}
+	return createNetNS(path, steps)
+}
+
+// createNetNS creates a namespace bound to path with loopback up, then runs steps in it; on a
+// failure it removes the namespace again.
+func createNetNS(path string, steps [][]string) (*NetNS, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDONLY, 0o444)
 	if err != nil {
 		return nil, fmt.Errorf("network namespace file: %v", err)
@@ -40,15 +54,7 @@ func CreateNetNS(path, nodeCIDR string, routes ...string) (*NetNS, error) {
 		os.Remove(path)
 		return nil, fmt.Errorf("unshare --net=%s: %v: %s", path, err, out)
 	}
-	steps := [][]string{
-		{"ip", "link", "set", "lo", "up"},
-		{"ip", "link", "add", Link, "type", "veth", "peer", "name", Link + "-end"},
-		{"ip", "addr", "add", nodeCIDR, "dev", Link},
-		{"ip", "link", "set", Link, "up"},
-	}
-	for _, route := range routes {
-		steps = append(steps, []string{"ip", "route", "add", route, "dev", Link})
-	}
+	steps = append([][]string{{"ip", "link", "set", "lo", "up"}}, steps...)
 	for _, step := range steps {
 		if out, err := ns.Command(step[0], step[1:]...).CombinedOutput(); err != nil {
 			removeErr := ns.Remove()
@@ -56,6 +62,49 @@ func CreateNetNS(path, nodeCIDR string, routes ...string) (*NetNS, error) {
 		}
 	}
 	return ns, nil
+}
+
+// Bridge is the switch's bridge, which every plugged-in node's link is a port of.
+const Bridge = "br0"
+
+// CreateSwitch creates a namespace at path that holds only a bridge: the segment several nodes'
+// namespaces share (PlugInto). It has no address and no route, and leads nowhere else.
+func CreateSwitch(path string) (*NetNS, error) {
+	return createNetNS(path, [][]string{
+		{"ip", "link", "add", Bridge, "type", "bridge"},
+		{"ip", "link", "set", Bridge, "up"},
+	})
+}
+
+// PlugInto moves the other end of the namespace's Link into the switch sw, named port there (at
+// most 15 characters, one per node), and makes it a port of sw's bridge: the node then reaches
+// every other node plugged into sw, and still nothing beyond.
+func (ns *NetNS) PlugInto(sw *NetNS, port string) error {
+	steps := []struct {
+		in   *NetNS
+		args []string
+	}{
+		{ns, []string{"ip", "link", "set", Link + "-end", "name", port}},
+		// ip takes a namespace's file by its path (a name with a slash).
+		{ns, []string{"ip", "link", "set", port, "netns", sw.Path}},
+		{sw, []string{"ip", "link", "set", port, "master", Bridge}},
+		{sw, []string{"ip", "link", "set", port, "up"}},
+	}
+	for _, step := range steps {
+		if out, err := step.in.Command(step.args[0], step.args[1:]...).CombinedOutput(); err != nil {
+			return fmt.Errorf("in %s: %s: %v: %s", step.in.Path, strings.Join(step.args, " "), err, out)
+		}
+	}
+	return nil
+}
+
+// Route routes dst (another node's pod addresses) via gateway (that node's address) in the
+// namespace.
+func (ns *NetNS) Route(dst, gateway string) error {
+	if out, err := ns.Command("ip", "route", "add", dst, "via", gateway, "dev", Link).CombinedOutput(); err != nil {
+		return fmt.Errorf("in %s: ip route add %s via %s: %v: %s", ns.Path, dst, gateway, err, out)
+	}
+	return nil
 }
 
 // Command runs name in the namespace. nsenter with --net alone executes it in place, so it is the

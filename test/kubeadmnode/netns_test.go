@@ -89,3 +89,77 @@ func hostNet(t *testing.T) string {
 	}
 	return state
 }
+
+// TestNodesOnASwitchReachEachOtherOnly: two namespaces plugged into a switch reach each other's
+// addresses, and through a route, an address behind the other (its pods'); nothing else is
+// routed from either, the switch has no address, and the host's links and routes never change.
+func TestNodesOnASwitchReachEachOtherOnly(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("creating a network namespace needs root")
+	}
+	hostBefore := hostNet(t)
+	dir := t.TempDir()
+	var all []*NetNS
+	defer func() {
+		for _, ns := range all {
+			_ = ns.Remove()
+		}
+	}()
+	create := func(ns *NetNS, err error) *NetNS {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, ns)
+		return ns
+	}
+	sw := create(CreateSwitch(filepath.Join(dir, "switch")))
+	a := create(CreateNetNS(filepath.Join(dir, "a"), "10.240.0.2/24"))
+	b := create(CreateNetNS(filepath.Join(dir, "b"), "10.240.0.3/24"))
+	for _, step := range []error{a.PlugInto(sw, "port-a"), b.PlugInto(sw, "port-b"),
+		// b's "pods" are an address on its loopback, 10.244.1.0/24 as a CNI bridge would hold them.
+		a.Route("10.244.1.0/24", "10.240.0.3")} {
+		if step != nil {
+			t.Fatal(step)
+		}
+	}
+	if out, err := b.Command("ip", "addr", "add", "10.244.1.5/32", "dev", "lo").CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, target := range []string{"10.240.0.3:0", "10.244.1.5:0"} {
+		l, err := b.Listen("tcp", target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			if conn, err := l.Accept(); err == nil {
+				_, _ = conn.Write([]byte("b"))
+				conn.Close()
+			}
+		}()
+		conn, err := a.DialContext(context.Background(), "tcp", l.Addr().String())
+		if err != nil {
+			t.Errorf("from a, dialling %s on b through the switch: %v", l.Addr(), err)
+		} else if reply, _ := io.ReadAll(conn); string(reply) != "b" {
+			t.Errorf("from a, %s answered %q", l.Addr(), reply)
+		}
+		l.Close()
+	}
+	for name, ns := range map[string]*NetNS{"a": a, "b": b, "the switch": sw} {
+		if out, _ := ns.Command("ip", "route", "get", "8.8.8.8").CombinedOutput(); !strings.Contains(string(out), "Network is unreachable") {
+			t.Errorf("in %s, 8.8.8.8 is routed: %s", name, out)
+		}
+	}
+	if got := hostNet(t); got != hostBefore {
+		t.Errorf("the host's links or routes changed while the namespaces existed:\nbefore %s\nafter %s", hostBefore, got)
+	}
+	for _, ns := range all {
+		if err := ns.Remove(); err != nil {
+			t.Error(err)
+		}
+	}
+	all = nil
+	if mounts, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(mounts), dir) {
+		t.Errorf("a namespace under %s is still mounted after Remove", dir)
+	}
+}

@@ -55,6 +55,13 @@ type Config struct {
 	KubeletArgs []string
 	// KubeadmConfig holds more documents for kubeadm.yaml (a KubeProxyConfiguration, say).
 	KubeadmConfig string
+	// OwnPodLogs gives the node's dockerd and kubelet a mount namespace of their own in which
+	// /var/log/pods and /var/log/containers are the node's (Root/var/log/...). A kubelet deletes
+	// every pod log directory there whose pod it does not know, so a second node on the machine
+	// needs it; the first may share the host's.
+	OwnPodLogs bool
+	// LogDir is where the node's daemons log; the test's log directory when empty.
+	LogDir string
 }
 
 const (
@@ -69,10 +76,12 @@ type Node struct {
 	Config
 	repo string
 	// Root is the node's filesystem, what / is on a real master.
-	Root   string
-	LogDir string
-	// IP is the host's address: kubeadm's advertiseAddress and the node IP.
+	Root string
+	// IP is the node's address (NodeIP, else the host's): kubeadm's advertiseAddress and the
+	// node IP.
 	IP string
+	// LogDir is where the node's daemons log (Config.LogDir or the test's log directory).
+	LogDir string
 
 	Dockerd     *harness.Process
 	Kubelet     *harness.Process
@@ -96,7 +105,12 @@ func New(t *testing.T, cfg Config) *Node {
 	if (cfg.NetNS == nil) != (cfg.NodeIP == "") {
 		t.Fatalf("kubeadmnode.Config: NetNS and NodeIP go together (NetNS %v, NodeIP %q)", cfg.NetNS, cfg.NodeIP)
 	}
-	n := &Node{Config: cfg, repo: harness.RepoRoot(t), Root: filepath.Join(cfg.Dir, "root"), LogDir: harness.LogDir(t), IP: cfg.NodeIP}
+	n := &Node{Config: cfg, repo: harness.RepoRoot(t), Root: filepath.Join(cfg.Dir, "root"), LogDir: cfg.LogDir, IP: cfg.NodeIP}
+	if n.LogDir == "" {
+		n.LogDir = harness.LogDir(t)
+	} else if err := os.MkdirAll(n.LogDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if n.IP == "" {
 		ip, err := hostIP()
 		if err != nil {
@@ -107,14 +121,41 @@ func New(t *testing.T, cfg Config) *Node {
 	return n
 }
 
-// daemon starts a long-running process of the node, in its network namespace if it has one
-// (nsenter executes it in place: the process started is the daemon, with its parent-death signal).
+// daemon starts a long-running process of the node, in its network namespace if it has one, and
+// with OwnPodLogs in the mount namespace of the node's dockerd, which the dockerd starts in.
+// unshare, sh and nsenter all execute the next in place: the process started is the daemon, with
+// its parent-death signal.
 func (n *Node) daemon(t *testing.T, name, binary string, args ...string) *harness.Process {
+	var enter []string
 	if n.NetNS != nil {
-		args = append([]string{"--net=" + n.NetNS.Path, "--", binary}, args...)
+		enter = append(enter, "--net="+n.NetNS.Path)
+	}
+	if n.OwnPodLogs && n.Dockerd != nil {
+		enter = append(enter, fmt.Sprintf("--mount=/proc/%d/ns/mnt", n.Dockerd.Pid()))
+	}
+	if len(enter) > 0 {
+		args = append(append(enter, "--", binary), args...)
 		binary = "nsenter"
 	}
+	if n.OwnPodLogs && n.Dockerd == nil {
+		// The node's log directories over the host's, seen only in the new mount namespace
+		// (private: nothing mounted there reaches the host).
+		bind := "set -o errexit"
+		for _, dir := range []string{podLogDir, containerLogDir} {
+			bind += fmt.Sprintf("; mkdir -p %[1]q %[2]q; mount --bind %[2]q %[1]q", dir, n.Path(dir))
+		}
+		args = append([]string{"--mount", "--propagation=private", "--", "sh", "-c", bind + `; exec "$@"`, "sh", binary}, args...)
+		binary = "unshare"
+	}
 	return harness.StartDaemon(t, n.LogDir, name, binary, args...)
+}
+
+// podLogDirs are where the node's kubelet writes pod logs, as the host sees them.
+func (n *Node) podLogDirs() []string {
+	if n.OwnPodLogs {
+		return []string{n.Path(podLogDir), n.Path(containerLogDir)}
+	}
+	return []string{podLogDir, containerLogDir}
 }
 
 // RestConfig is a client configuration for the node's apiserver as its admin, dialling into the
@@ -210,6 +251,12 @@ func (n *Node) LoadControlPlaneImages(t *testing.T) {
 	n.LoadImages(t, archives...)
 }
 
+// LoadSandboxImage loads the pause image alone: all that a worker, which runs no control plane,
+// needs of them.
+func (n *Node) LoadSandboxImage(t *testing.T) {
+	n.LoadImages(t, archive(t, "pause"))
+}
+
 // certsDir is where a dockerd run by root reads a registry's CA (certs.d/HOST:PORT/ca.crt),
 // whatever its --config-file says; the test's entries carry the node's Marker so that a killed
 // run's are found and removed.
@@ -278,7 +325,7 @@ func (n *Node) StartKubelet(t *testing.T) {
 	if err := createCgroups(n.cgroups(t, false)); err != nil {
 		t.Fatalf("setup: cgroup root: %v", err)
 	}
-	for _, dir := range []string{"var/lib/kubelet", "var/lib/dockershim", "usr/libexec/kubernetes/kubelet-plugins/volume/exec"} {
+	for _, dir := range []string{"var/lib/kubelet", "var/lib/dockershim", "usr/libexec/kubernetes/kubelet-plugins/volume/exec", "etc/kubernetes/manifests"} {
 		if err := os.MkdirAll(n.Path(dir), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -519,6 +566,9 @@ func (n *Node) restoreHostState(logf func(format string, args ...interface{})) e
 		before[path] = true
 	}
 	for _, path := range podLogEntries() {
+		if n.OwnPodLogs {
+			break // the node's pod logs are in its root; the host's are another node's
+		}
 		if strings.Contains(filepath.Base(path), n.Marker) || (state.PodLogs != nil && !before[path]) {
 			if err := os.RemoveAll(path); err != nil {
 				errs = append(errs, err)
@@ -581,16 +631,17 @@ func (n *Node) keepPodLogs(stop <-chan struct{}, stopped chan<- struct{}) {
 
 // copyPodLogs keeps the kubelet's container logs of this test's pods, every restart included.
 func (n *Node) copyPodLogs() {
-	entries, _ := os.ReadDir(podLogDir)
+	logDir := n.podLogDirs()[0]
+	entries, _ := os.ReadDir(logDir)
 	for _, e := range entries {
-		if !strings.Contains(e.Name(), n.Marker) {
+		if !n.OwnPodLogs && !strings.Contains(e.Name(), n.Marker) {
 			continue
 		}
-		_ = filepath.Walk(filepath.Join(podLogDir, e.Name()), func(path string, info os.FileInfo, err error) error {
+		_ = filepath.Walk(filepath.Join(logDir, e.Name()), func(path string, info os.FileInfo, err error) error {
 			if err != nil || info.IsDir() {
 				return nil
 			}
-			rel, _ := filepath.Rel(podLogDir, path)
+			rel, _ := filepath.Rel(logDir, path)
 			// A static pod keeps its UID when its manifest comes back (a rollback), and its
 			// first container's log is 0.log again: the container ID tells the two apart.
 			if target, err := os.Readlink(path); err == nil {

@@ -21,11 +21,19 @@ var Deviations = []Deviation{
 		Why:  "nothing can be pulled here; each stand-in runs the programs the tests run. The DNS tests query the cluster's DNS through both images; upstream builds one on musl and one on glibc to exercise both resolvers, a difference in the pods' libraries that neither our patches nor the control plane touch, so both runs see the same answers",
 	},
 	{
-		What: "The node's container runtime runs runc through a wrapper that raises a negative oom_score_adj to 0 and drops capabilities this machine cannot grant (test/e2e/runc-oom-clamp)",
+		What: "Each node's container runtime runs runc through a wrapper that raises a negative oom_score_adj to 0 and drops capabilities this machine cannot grant (test/e2e/runc-oom-clamp)",
 		Why:  "the machines this runs on forbid negative oom_score_adj and some capabilities; no conformance test reads either",
 	},
 	{
-		What: "The tests run in three ginkgo invocations (in parallel on 8 nodes, [Serial] alone, the taint tests last; test/conformance/phases.go) instead of one, and their JUnit files are merged",
+		What: "Both nodes run on one machine, each in a network namespace of its own, linked by a bridge in a third that leads nowhere; the worker's kubelet and container runtime see a /var/log/pods of their own (test/kubeadmnode)",
+		Why:  "the tests see what two machines give them: two addresses, a pod network each, kube-proxy on each, pods reaching each other across nodes. A kubelet deletes the log directories of pods it does not know, so two cannot share that directory",
+	},
+	{
+		What: "The worker joins with a kubelet.conf written for it by kubeadm v1.17.3's kubeconfig phase with the cluster's CA, instead of kubeadm join's TLS bootstrap (test/kubeadmnode KubeadmJoin)",
+		Why:  "the bootstrap ends with the same: a kubelet whose client certificate names system:node:<node> in group system:nodes. No conformance test bootstraps a node",
+	},
+	{
+		What: "The tests run in three ginkgo invocations (in parallel in 8 ginkgo processes, [Serial] alone, the taint tests last; test/conformance/phases.go) instead of one, and their JUnit files are merged",
 		Why:  "the suite takes hours one at a time; the split is by name, as upstream's hack/ginkgo-e2e.sh users split it, and the report holds each run to the 280 tests, once each",
 	},
 }

@@ -29,6 +29,8 @@ type Meta struct {
 	// Subset is the focus that narrowed the runs to some of the conformance tests, or "" for
 	// all of them: a subset's page says so first.
 	Subset string
+	// Nodes are the cluster's nodes, the control plane's first.
+	Nodes []string
 }
 
 type rendered struct {
@@ -48,6 +50,7 @@ var funcs = template.FuncMap{
 	"minutes": func(s float64) string { return fmt.Sprintf("%.0f min", s/60) },
 	"cell":    func(s string) string { return strings.ReplaceAll(s, "|", `\|`) },
 	"add":     func(a, b int) int { return a + b },
+	"join":    func(s []string) string { return strings.Join(s, ", ") },
 }
 
 // WritePage writes docs/conformance.md.

@@ -29,8 +29,15 @@ const (
 	storage    = "[sig-storage] In-tree Volumes [Driver: nfs] [Testpattern: Inline-volume (default fs)] subPath should support existing directory"
 )
 
+// excludedTest stands for a test the cluster could not pass (the one a single node could not): the
+// real list is empty since the second node, and the exclusion's handling stays tested.
+var excludedTest = Exclusion{Test: "[sig-apps] Daemon set [Serial] should rollback without unnecessary restarts [Conformance]",
+	Reason: "needs two schedulable nodes"}
+
+func init() { Exclusions = []Exclusion{excludedTest} }
+
 // conformanceTests are the conformance tests of the runs written by runs.
-var conformanceTests = []string{podsTest, dnsTest, serialTest, Exclusions[0].Test}
+var conformanceTests = []string{podsTest, dnsTest, serialTest, excludedTest.Test}
 
 func passed(name, seconds string) string {
 	return `      <testcase name="` + name + `" classname="Kubernetes e2e suite" time="` + seconds + `"></testcase>`
@@ -63,7 +70,7 @@ func runs(t *testing.T) (stock, ours string) {
 		junit(t, run, "junit_parallel-01.xml", passed(podsTest, "4.25"), skipped(dnsTest), skipped(serialTest), skipped(storage))
 		junit(t, run, "junit_parallel-02.xml", skipped(podsTest), dns, skipped(serialTest), skipped(storage))
 		junit(t, run, "junit_serial-01.xml", skipped(podsTest), skipped(dnsTest), passed(serialTest, "300.1"), skipped(storage),
-			skipped(Exclusions[0].Test))
+			skipped(excludedTest.Test))
 	}
 	return stock, ours
 }
@@ -118,7 +125,7 @@ func TestCompareFindsWhatPassedWithStockOnly(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	meta := Meta{Date: "2026-11-26", Machine: "2 cores", Command: "make conformance", Release: "v1.17.3-idc.1", Commit: "abc123", StockCommit: "def456", Minutes: 104,
+	meta := Meta{Date: "2026-11-26", Machine: "2 cores", Command: "make conformance", Release: "v1.17.3-idc.1", Commit: "abc123", StockCommit: "def456", Minutes: 104, Nodes: []string{"cp-node", "worker"},
 		StockImages: []Image{{"kube-controller-manager", "sha256:aaa"}}, OurImages: []Image{{"kube-controller-manager", "sha256:bbb"}}}
 	page, summary := filepath.Join(dir, "conformance.md"), filepath.Join(dir, "conformance.txt")
 	if err := WritePage(page, meta, c); err != nil {
@@ -132,10 +139,11 @@ func TestCompareFindsWhatPassedWithStockOnly(t *testing.T) {
 			"**Passed with stock, not with ours: 1.**",
 			"- " + dnsTest + ": ours failed: Unexpected error: timed out waiting for the condition",
 			"| stock | 3 | 0 | 1 | 0 | 6 min |",
-			"| " + Exclusions[0].Test + " | " + Exclusions[0].Reason + " |",
+			"| " + excludedTest.Test + " | " + excludedTest.Reason + " |",
 			"| " + podsTest + " | passed | 4.2 s | passed | 4.2 s |",
 			"kube-controller-manager `sha256:bbb`",
 			"104 minutes for both runs",
+			"a kubeadm cluster of 2 nodes\n(cp-node, worker; the control plane on the first)",
 			"## Deviations",
 			"v1.17.3 rebuilt from source, commit def456",
 			"| " + cellText(Deviations[0].What) + " | " + cellText(Deviations[0].Why) + " |",
@@ -146,6 +154,8 @@ func TestCompareFindsWhatPassedWithStockOnly(t *testing.T) {
 			"passed with stock and not with ours: 1\n  " + dnsTest,
 			"passed\tfailed\t" + dnsTest,
 			"  - " + Deviations[len(Deviations)-1].What + ".",
+			"a kubeadm cluster of 2 nodes (cp-node, worker) with real kubelets",
+			"Left out (a cluster with no route out cannot pass them):\n  " + excludedTest.Test + ": " + excludedTest.Reason,
 		},
 	} {
 		data, err := os.ReadFile(path)
@@ -188,9 +198,9 @@ func TestTheReportAccountsForEveryTest(t *testing.T) {
 			return append(tests, "[sig-cli] Kubectl client should vanish [Conformance]")
 		}, `stock has no result for "[sig-cli] Kubectl client should vanish [Conformance]" (not run)`},
 		{"an excluded test that ran", func(t *testing.T, ours string, tests []string) []string {
-			junit(t, ours, "junit_serial-01.xml", skipped(podsTest), skipped(dnsTest), passed(serialTest, "300.1"), passed(Exclusions[0].Test, "12"))
+			junit(t, ours, "junit_serial-01.xml", skipped(podsTest), skipped(dnsTest), passed(serialTest, "300.1"), passed(excludedTest.Test, "12"))
 			return tests
-		}, `ours ran the excluded "` + Exclusions[0].Test + `"`},
+		}, `ours ran the excluded "` + excludedTest.Test + `"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stockDir, oursDir := runs(t)
@@ -256,7 +266,7 @@ func TestEvidenceIsTheRunInUpstreamsForm(t *testing.T) {
 		}
 		for _, name := range conformanceTests {
 			want := cases[name].Result
-			if name == Exclusions[0].Test {
+			if name == excludedTest.Test {
 				want = Skipped
 			}
 			if back[name].Result != want {
@@ -268,5 +278,32 @@ func TestEvidenceIsTheRunInUpstreamsForm(t *testing.T) {
 	delete(cases, dnsTest)
 	if err := WriteEvidence(filepath.Join(dir, "missing"), logs, conformanceTests, cases); err == nil || !strings.Contains(err.Error(), dnsTest) {
 		t.Errorf("a run without the DNS test's result: %v, want an error naming it", err)
+	}
+}
+
+// TestNothingLeftOutSaysSo: with no exclusion, the page and the summary say that every
+// conformance test ran, instead of an empty table.
+func TestNothingLeftOutSaysSo(t *testing.T) {
+	defer func(kept []Exclusion) { Exclusions = kept }(Exclusions)
+	Exclusions = nil
+	dir := t.TempDir()
+	page, summary := filepath.Join(dir, "conformance.md"), filepath.Join(dir, "conformance.txt")
+	meta := Meta{Release: "v1.17.3-idc.1", Nodes: []string{"cp-node", "worker"}}
+	c := Comparison{Rows: []Row{{Name: podsTest, Stock: Case{Result: Passed}, Ours: Case{Result: Passed}}}}
+	if err := WritePage(page, meta, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteSummary(summary, meta, c); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{page: "## Left out\n\nNone: every conformance test runs.\n",
+		summary: "Left out (a cluster with no route out cannot pass them): none\n"} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(data), want) {
+			t.Errorf("%s lacks %q:\n%s", filepath.Base(path), want, data)
+		}
 	}
 }

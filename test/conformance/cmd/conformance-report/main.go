@@ -27,6 +27,7 @@ func main() {
 	summary := flag.String("summary", "", "the release's conformance.txt to write (none if empty)")
 	stockImages := flag.String("stock-images", "", `file of "name digest" lines: the stock images run`)
 	ourImages := flag.String("our-images", "", `file of "name digest" lines: our images run`)
+	nodesFile := flag.String("nodes", "", "the cluster's nodes, one name per line, the control plane's first (TestConformance's nodes.txt)")
 	var meta report.Meta
 	flag.StringVar(&meta.Date, "date", "", "when the runs were made")
 	flag.StringVar(&meta.Machine, "machine", "", "the machine they ran on")
@@ -37,15 +38,19 @@ func main() {
 	flag.Float64Var(&meta.Minutes, "minutes", 0, "how long both runs took")
 	flag.StringVar(&meta.Subset, "subset", "", "the focus that narrowed the runs (make conformance-subset), if any")
 	flag.Parse()
-	if err := run(*testsFile, *stockDir, *oursDir, *page, *summary, *stockImages, *ourImages, meta); err != nil {
+	if err := run(*testsFile, *stockDir, *oursDir, *page, *summary, *stockImages, *ourImages, *nodesFile, meta); err != nil {
 		fmt.Fprintln(os.Stderr, "conformance-report:", err)
 		os.Exit(1)
 	}
 }
 
-func run(testsFile, stockDir, oursDir, page, summary, stockImages, ourImages string, meta report.Meta) error {
-	if testsFile == "" || stockDir == "" || oursDir == "" || meta.Release == "" {
-		return fmt.Errorf("-tests, -stock, -ours and -release are required")
+func run(testsFile, stockDir, oursDir, page, summary, stockImages, ourImages, nodesFile string, meta report.Meta) error {
+	if testsFile == "" || stockDir == "" || oursDir == "" || nodesFile == "" || meta.Release == "" {
+		return fmt.Errorf("-tests, -stock, -ours, -nodes and -release are required")
+	}
+	var err error
+	if meta.Nodes, err = report.ReadNodes(nodesFile); err != nil {
+		return err
 	}
 	tests, err := report.ReadTests(testsFile)
 	if err != nil {
