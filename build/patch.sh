@@ -7,6 +7,10 @@
 # number) instead, for proving that a regression test fails when its patch is gone. A patch whose
 # header says "Requires: NNNN" (it cannot apply or build without patch NNNN: lines or an API that patch brings)
 # is left out with NNNN, and so on down the chain.
+# Each commit that upstream plus the series' first patches make is recorded under
+# refs/pipeline/prefix/<key>, the key a hash of the upstream commit and those patch files'
+# contents; a series without a patch starts from the longest recorded prefix before that patch
+# instead of applying it again (verify-patches and prove-patches make one such series per proof).
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
 need_patchmeta
@@ -38,9 +42,31 @@ if [ "${result_branch}" = patched ] && tree_git rev-parse -q --verify refs/heads
   die "branch patched in ${TREE_DIR} has commits that are not in patches/; run hack/refresh-patches.sh first"
 fi
 
+# prefix_key KEY PATCH: the key of the prefix KEY extended by PATCH.
+prefix_key() { printf '%s %s\n' "$1" "$(tree_git hash-object --no-filters "$2")" | sha256sum | cut -c1-40; }
+
 tree_git am --abort >/dev/null 2>&1 || true
-tree_git checkout -q --detach upstream
+# Without a patch: the longest recorded prefix before it (none when patches or upstream changed).
+start=upstream
+reuse=0
+if [ -n "${without}" ]; then
+  key=$(tree_git rev-parse upstream)
+  count=0
+  while read -r name; do
+    [ "${name}" != "${without}" ] || break
+    key=$(prefix_key "${key}" "${PATCHES_DIR}/${name}")
+    count=$((count + 1))
+    if commit=$(tree_git rev-parse -q --verify "refs/pipeline/prefix/${key}^{commit}"); then
+      start=${commit}
+      reuse=${count}
+    fi
+  done < <(series_patches)
+fi
+tree_git checkout -q --detach "${start}"
 stock=$(tree_git rev-parse upstream)
+key=$(tree_git rev-parse upstream)
+keys=()
+position=0
 in_build_prefix=true
 seen=" "
 left_out=" ${without%%-*} "
@@ -49,6 +75,7 @@ while read -r name; do
   patch="${PATCHES_DIR}/${name}"
   [ -f "${patch}" ] || die "patches/series lists ${name}, but ${patch} does not exist"
   seen="${seen}${name%%-*} "
+  position=$((position + 1))
   [ "${name}" != "${without}" ] || continue
   skip=false
   for required in $(patch_field_all "${patch}" Requires); do
@@ -68,6 +95,11 @@ while read -r name; do
   else
     in_build_prefix=false
   fi
+  if [ "${position}" -le "${reuse}" ]; then
+    # In the recorded prefix the tree starts from.
+    applied=$((applied + 1))
+    continue
+  fi
   if ! output=$(tree_git am --quiet --committer-date-is-author-date --keep-cr "${patch}" 2>&1); then
     tree_git am --abort >/dev/null 2>&1 || true
     tree_git checkout -q "${result_branch}" 2>/dev/null || tree_git checkout -q --detach upstream
@@ -79,7 +111,17 @@ while read -r name; do
   fi
   applied=$((applied + 1))
   ${in_build_prefix} && stock=$(tree_git rev-parse HEAD)
+  if [ -z "${without}" ]; then
+    key=$(prefix_key "${key}" "${patch}")
+    keys+=("refs/pipeline/prefix/${key}")
+    tree_git update-ref "refs/pipeline/prefix/${key}" HEAD
+  fi
 done < <(series_patches)
+if [ -z "${without}" ]; then
+  # Forget the prefixes of series that are gone.
+  tree_git for-each-ref --format='%(refname)' refs/pipeline/prefix/ | { grep -vxF -f <(printf '%s\n' "${keys[@]}") || true; } |
+    while read -r ref; do tree_git update-ref -d "${ref}"; done
+fi
 
 if [ -z "${without}" ]; then
   tree_git tag -f stock "${stock}" >/dev/null

@@ -1,5 +1,6 @@
 // Package pipeline tests the pipeline scripts' handling of bad input: each must stop with an
-// error naming the culprit and leave things as they were.
+// error naming the culprit and leave things as they were. Every test works in scratch copies of
+// its own and runs in parallel with the others: most of their time is git and the scripts.
 package pipeline
 
 import (
@@ -68,6 +69,7 @@ func editPatch(t *testing.T, patch, old, new string) {
 }
 
 func TestPatchStopsAtABrokenPatchAndNamesIt(t *testing.T) {
+	t.Parallel()
 	tree, patches := scratchTree(t)
 	if out, err := runScript(t, tree, patches, "patch.sh"); err != nil {
 		t.Fatalf("the intact series does not apply: %v\n%s", err, out)
@@ -92,6 +94,7 @@ func TestPatchStopsAtABrokenPatchAndNamesIt(t *testing.T) {
 }
 
 func TestVerifyPatchesRejectsBadSeries(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		breakIt func(t *testing.T, patches string)
@@ -154,6 +157,7 @@ func TestVerifyPatchesRejectsBadSeries(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			tree, patches := scratchTree(t)
 			tc.breakIt(t, patches)
 			out, err := runScript(t, tree, patches, "verify-patches.sh")
@@ -165,6 +169,7 @@ func TestVerifyPatchesRejectsBadSeries(t *testing.T) {
 }
 
 func TestSourceRejectsAHashMismatch(t *testing.T) {
+	t.Parallel()
 	root := harness.RepoRoot(t)
 	pins, err := os.ReadFile(filepath.Join(root, "build", "upstream.sum"))
 	if err != nil {
@@ -188,6 +193,7 @@ func TestSourceRejectsAHashMismatch(t *testing.T) {
 // TestVerifyPatchesNamesAPatchLackingAField checks that a header without a required trailer fails
 // verify-patches with the patch's name and the missing field.
 func TestVerifyPatchesNamesAPatchLackingAField(t *testing.T) {
+	t.Parallel()
 	tree, patches := scratchTree(t)
 	patch := firstPatch(t, patches, "0005")
 	data, err := os.ReadFile(patch)
@@ -218,6 +224,7 @@ func TestVerifyPatchesNamesAPatchLackingAField(t *testing.T) {
 // TestComponentListsAgree keeps the one Go copy of the component list (test/harness.Components)
 // equal to the pipeline's (COMPONENTS in build/lib.sh).
 func TestComponentListsAgree(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(filepath.Join(harness.RepoRoot(t), "build", "lib.sh"))
 	if err != nil {
 		t.Fatal(err)
@@ -237,6 +244,7 @@ func TestComponentListsAgree(t *testing.T) {
 // names, in backticks, a repository path that does not exist or a make target the Makefile lacks,
 // naming each; the same doc with real ones passes.
 func TestVerifyDocsNamesDanglingPathsAndTargets(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bad, good := filepath.Join(dir, "bad.md"), filepath.Join(dir, "good.md")
 	if err := os.WriteFile(bad, []byte("Run `build/no-such-script.sh`, then `make no-such-target`; `build/lib.sh` and `make lint` exist.\n"), 0o644); err != nil {
@@ -263,6 +271,7 @@ func TestVerifyDocsNamesDanglingPathsAndTargets(t *testing.T) {
 // TestMissingToolsAreNamed: a stage that needs tools the machine lacks stops naming each missing
 // one and what installs them (need_tools in build/lib.sh), not with "command not found" halfway.
 func TestMissingToolsAreNamed(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command("bash", "-c", ". build/lib.sh && need_tools bash no-such-tool-a no-such-tool-b && echo passed")
 	cmd.Dir = harness.RepoRoot(t)
 	out, err := cmd.CombinedOutput()
@@ -278,6 +287,7 @@ func TestMissingToolsAreNamed(t *testing.T) {
 // TestVulncheckNamesABadDatabase: build/vulncheck.sh stops naming VULNDB when it names nothing
 // usable, before it scans anything.
 func TestVulncheckNamesABadDatabase(t *testing.T) {
+	t.Parallel()
 	root := harness.RepoRoot(t)
 	notADB := filepath.Join(t.TempDir(), "empty.zip")
 	if out, err := exec.Command("python3", "-m", "zipfile", "-c", notADB, filepath.Join(root, "VERSION")).CombinedOutput(); err != nil {
@@ -303,6 +313,7 @@ func TestVulncheckNamesABadDatabase(t *testing.T) {
 // TestVulncheckHoldsEveryFindingToSecurityMD: make vulncheck fails naming a finding whose row in
 // SECURITY.md is gone, and a row that no scan reports (a stale explanation).
 func TestVulncheckHoldsEveryFindingToSecurityMD(t *testing.T) {
+	t.Parallel()
 	root := harness.RepoRoot(t)
 	harness.Binary(t, "patched", "kube-controller-manager") // a missing build is a missing prerequisite
 	patches := filepath.Join(t.TempDir(), "patches")
@@ -350,6 +361,7 @@ func TestVulncheckHoldsEveryFindingToSecurityMD(t *testing.T) {
 // before anything runs, naming it and the target that takes one, and conformance-subset without
 // a focus is refused too. Neither touches docs/conformance.md.
 func TestConformanceRefusesAFocus(t *testing.T) {
+	t.Parallel()
 	root := harness.RepoRoot(t)
 	page := filepath.Join(root, "docs", "conformance.md")
 	before, err := os.ReadFile(page)
@@ -380,6 +392,7 @@ func TestConformanceRefusesAFocus(t *testing.T) {
 // TestVerifyDocsNamesAHeadlineFigureThatDrifted: a figure of docs/benchmarks.md's summary changed
 // without the README's copy fails make lint, naming the figure on both sides.
 func TestVerifyDocsNamesAHeadlineFigureThatDrifted(t *testing.T) {
+	t.Parallel()
 	out, err := verifyDocsAfterEdit(t, "docs/benchmarks.md", "and after 89 ms (p99", "and after 91 ms (p99")
 	want := "README.md: its headline differs from docs/benchmarks.md's summary (README < > benchmarks: < 89 > 91 )"
 	if err == nil || !strings.Contains(string(out), want) {
@@ -390,6 +403,7 @@ func TestVerifyDocsNamesAHeadlineFigureThatDrifted(t *testing.T) {
 // TestVerifyDocsNamesAStalePatchTable: a README patch table row that is not what the series'
 // headers give fails make lint, naming the row.
 func TestVerifyDocsNamesAStalePatchTable(t *testing.T) {
+	t.Parallel()
 	out, err := verifyDocsAfterEdit(t, "README.md", "| 0005 | leader election renewals wrote kube-system Endpoints every 2 s",
 		"| 0005 | leader election renewals wrote kube-system Endpoints every 3 s")
 	want := "README.md: its patch table is not the series' headers (README < > headers: < | 0005 | leader election renewals wrote kube-system Endpoints every 3 s"
@@ -401,6 +415,7 @@ func TestVerifyDocsNamesAStalePatchTable(t *testing.T) {
 // TestVerifyDocsShellchecksEachOperatorBlock: each block an operator pastes from
 // docs/operations.md passes shellcheck on its own, and a broken one is named.
 func TestVerifyDocsShellchecksEachOperatorBlock(t *testing.T) {
+	t.Parallel()
 	out, err := verifyDocsAfterEdit(t, "docs/operations.md",
 		`       "$cpswap" rollback --manifest "$manifests/$c.yaml" --backup-dir "${BACKUP_DIR:-/var/lib/cpswap/backups}"`,
 		`       "$cpswap" rollback --manifest $manifests/$c.yaml --backup-dir "${BACKUP_DIR:-/var/lib/cpswap/backups}"`)
