@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -214,7 +215,7 @@ func createNetworks() error {
 		if err != nil {
 			return err
 		}
-		if err := ns.PlugInto(sw, fmt.Sprintf("node%d", i)); err != nil {
+		if err := ns.PlugInto(sw, fmt.Sprintf("port%d", i)); err != nil {
 			return err
 		}
 		for _, other := range nodeSpecs {
@@ -232,10 +233,16 @@ func createNetworks() error {
 // what ran in its namespace).
 func removeNetworks() error {
 	var errs []error
+	errs = append(errs, (&kubeadmnode.NetNS{Path: switchFile}).Remove())
 	for _, spec := range nodeSpecs {
 		errs = append(errs, (&kubeadmnode.NetNS{Path: spec.netNSFile()}).Remove())
+		// A node's teardown removes its run directory; one that failed before the nodes existed
+		// leaves it empty.
+		if err := os.Remove(spec.runDir); err != nil && !os.IsNotExist(err) && !errors.Is(err, syscall.ENOTEMPTY) {
+			errs = append(errs, err)
+		}
 	}
-	return errors.Join(append(errs, (&kubeadmnode.NetNS{Path: switchFile}).Remove())...)
+	return errors.Join(errs...)
 }
 
 // cleanLeftovers tears down what a killed run left: the nodes (the worker first), every process

@@ -77,7 +77,7 @@ func CreateSwitch(path string) (*NetNS, error) {
 }
 
 // PlugInto moves the other end of the namespace's Link into the switch sw, named port there (at
-// most 15 characters, one per node), and makes it a port of sw's bridge: the node then reaches
+// most 15 characters, one per node, not Link: the move renames it in the node's namespace first), and makes it a port of sw's bridge: the node then reaches
 // every other node plugged into sw, and still nothing beyond.
 func (ns *NetNS) PlugInto(sw *NetNS, port string) error {
 	steps := []struct {
