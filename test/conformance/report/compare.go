@@ -49,8 +49,9 @@ type Comparison struct {
 // runs were to run (e2e.test's, which make conformance-build holds to v1.17.3's conformance.txt,
 // or the subset a focus chose). It fails, naming each, on what would make the comparison
 // miscount: a test of tests without a result (passed or failed) in a run, unless excluded; an
-// excluded test that ran, or that is not one of tests; a conformance test a run reports that is
-// not one of tests.
+// excluded test that ran; a conformance test a run reports that is not one of tests. (That each
+// exclusion names a conformance test of e2e.test is TestPhasesCoverEveryConformanceTestOnce's
+// check: a subset's tests rightly leave exclusions out.)
 func Compare(stock, ours map[string]Case, tests []string) (Comparison, error) {
 	if len(tests) == 0 {
 		return Comparison{}, fmt.Errorf("no conformance tests to compare the runs against")

@@ -38,11 +38,16 @@ type junitSuite struct {
 		Name    string    `xml:"name,attr"`
 		Time    float64   `xml:"time,attr"`
 		Skipped *struct{} `xml:"skipped"`
-		Failure *struct {
-			Message string `xml:"message,attr"`
-			Text    string `xml:",chardata"`
-		} `xml:"failure"`
+		Failure *junitProblem `xml:"failure"`
+		// Error is JUnit's other way to fail a test (a test that could not run to its
+		// assertions); it fails the test as a failure does.
+		Error *junitProblem `xml:"error"`
 	} `xml:"testcase"`
+}
+
+type junitProblem struct {
+	Message string `xml:"message,attr"`
+	Text    string `xml:",chardata"`
 }
 
 // ReadRun reads every junit_*.xml under dir (one per ginkgo node, and per invocation: a run
@@ -87,6 +92,8 @@ func ReadFiles(dir string, paths []string) (map[string]Case, error) {
 			switch {
 			case tc.Failure != nil:
 				c.Result, c.Message = Failed, failureMessage(tc.Failure.Message, tc.Failure.Text)
+			case tc.Error != nil:
+				c.Result, c.Message = Failed, failureMessage(tc.Error.Message, tc.Error.Text)
 			case tc.Skipped != nil:
 				c.Result = Skipped
 			}

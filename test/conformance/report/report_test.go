@@ -307,3 +307,19 @@ func TestNothingLeftOutSaysSo(t *testing.T) {
 		}
 	}
 }
+
+// TestAnErroredTestFailed: a JUnit <error> (a test that could not run to its assertions) is a
+// failure, never a pass.
+func TestAnErroredTestFailed(t *testing.T) {
+	dir := t.TempDir()
+	junit(t, dir, "junit_01.xml", `      <testcase name="`+podsTest+`" classname="Kubernetes e2e suite" time="3.0">
+          <error message="BeforeEach panicked">stack</error>
+      </testcase>`)
+	run, err := ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := run[podsTest]; c.Result != Failed || c.Message != "BeforeEach panicked stack" {
+		t.Errorf("a test with <error> read as %q %q, want failed with its message", c.Result, c.Message)
+	}
+}
