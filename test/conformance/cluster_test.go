@@ -197,45 +197,31 @@ func startCluster(t *testing.T, ours *ourRelease) *cluster {
 	return c
 }
 
-// createNetworks creates each node's network namespace and the switch between them: a node
-// reaches the others' addresses, and their pods through them, and nothing beyond.
+// nodeNets are the nodes' places on the switch.
+func nodeNets() []kubeadmnode.NodeNet {
+	var nets []kubeadmnode.NodeNet
+	for _, spec := range nodeSpecs {
+		nets = append(nets, kubeadmnode.NodeNet{File: spec.netNSFile(), IP: spec.ip, PodNet: spec.podNet})
+	}
+	return nets
+}
+
+// createNetworks creates each node's run directory, network namespace and the switch between
+// them (kubeadmnode.CreateNetwork), the Service CIDR routed on each node's link.
 func createNetworks() error {
-	if err := os.MkdirAll(nodeSpecs[0].runDir, 0o700); err != nil {
-		return err
-	}
-	sw, err := kubeadmnode.CreateSwitch(switchFile)
-	if err != nil {
-		return err
-	}
-	for i, spec := range nodeSpecs {
+	for _, spec := range nodeSpecs {
 		if err := os.MkdirAll(spec.runDir, 0o700); err != nil {
 			return err
 		}
-		ns, err := kubeadmnode.CreateNetNS(spec.netNSFile(), spec.ip+"/24", serviceNet)
-		if err != nil {
-			return err
-		}
-		if err := ns.PlugInto(sw, fmt.Sprintf("port%d", i)); err != nil {
-			return err
-		}
-		for _, other := range nodeSpecs {
-			if other != spec {
-				if err := ns.Route(other.podNet, other.ip); err != nil {
-					return err
-				}
-			}
-		}
 	}
-	return nil
+	return kubeadmnode.CreateNetwork(switchFile, nodeNets(), serviceNet)
 }
 
 // removeNetworks removes the nodes' namespaces and the switch (each node's teardown has killed
 // what ran in its namespace).
 func removeNetworks() error {
-	var errs []error
-	errs = append(errs, (&kubeadmnode.NetNS{Path: switchFile}).Remove())
+	errs := []error{kubeadmnode.RemoveNetwork(switchFile, nodeNets())}
 	for _, spec := range nodeSpecs {
-		errs = append(errs, (&kubeadmnode.NetNS{Path: spec.netNSFile()}).Remove())
 		// A node's teardown removes its run directory; one that failed before the nodes existed
 		// leaves it empty.
 		if err := os.Remove(spec.runDir); err != nil && !os.IsNotExist(err) && !errors.Is(err, syscall.ENOTEMPTY) {

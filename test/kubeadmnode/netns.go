@@ -2,6 +2,7 @@ package kubeadmnode
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -105,6 +106,50 @@ func (ns *NetNS) Route(dst, gateway string) error {
 		return fmt.Errorf("in %s: ip route add %s via %s: %v: %s", ns.Path, dst, gateway, err, out)
 	}
 	return nil
+}
+
+// NodeNet is one node's place in a network of nodes (CreateNetwork): the file its namespace is
+// bound to, its address and the pods' CIDR it routes.
+type NodeNet struct {
+	File, IP, PodNet string
+}
+
+// CreateNetwork creates the switch at switchFile and each node's namespace (CreateNetNS with its
+// address in a /24 and routes), plugged into the switch; every node routes each other node's
+// pod CIDR via that node's address. A node reaches the others and their pods, and nothing beyond;
+// a third or fourth node is one more NodeNet.
+func CreateNetwork(switchFile string, nodes []NodeNet, routes ...string) error {
+	sw, err := CreateSwitch(switchFile)
+	if err != nil {
+		return err
+	}
+	for i, node := range nodes {
+		ns, err := CreateNetNS(node.File, node.IP+"/24", routes...)
+		if err != nil {
+			return err
+		}
+		if err := ns.PlugInto(sw, fmt.Sprintf("port%d", i)); err != nil {
+			return err
+		}
+		for _, other := range nodes {
+			if other != node {
+				if err := ns.Route(other.PodNet, other.IP); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// RemoveNetwork removes what CreateNetwork made (what ran in the namespaces is the nodes'
+// teardowns' to kill), whatever part of it exists.
+func RemoveNetwork(switchFile string, nodes []NodeNet) error {
+	errs := []error{(&NetNS{Path: switchFile}).Remove()}
+	for _, node := range nodes {
+		errs = append(errs, (&NetNS{Path: node.File}).Remove())
+	}
+	return errors.Join(errs...)
 }
 
 // Command runs name in the namespace. nsenter with --net alone executes it in place, so it is the

@@ -90,39 +90,32 @@ func hostNet(t *testing.T) string {
 	return state
 }
 
-// TestNodesOnASwitchReachEachOtherOnly: two namespaces plugged into a switch reach each other's
-// addresses, and through a route, an address behind the other (its pods'); nothing else is
-// routed from either, the switch has no address, and the host's links and routes never change.
+// TestNodesOnASwitchReachEachOtherOnly: two namespaces plugged into a switch (CreateNetwork) reach
+// each other's addresses, and an address behind the other (its pods'); nothing else is routed
+// from either, the switch has no route, and the host's links and routes never change.
+// RemoveNetwork leaves nothing mounted.
 func TestNodesOnASwitchReachEachOtherOnly(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("creating a network namespace needs root")
 	}
 	hostBefore := hostNet(t)
 	dir := t.TempDir()
-	var all []*NetNS
+	switchFile := filepath.Join(dir, "switch")
+	nodes := []NodeNet{
+		{File: filepath.Join(dir, "a"), IP: "10.240.0.2", PodNet: "10.244.0.0/24"},
+		{File: filepath.Join(dir, "b"), IP: "10.240.0.3", PodNet: "10.244.1.0/24"},
+	}
+	removed := false
 	defer func() {
-		for _, ns := range all {
-			_ = ns.Remove()
+		if !removed {
+			_ = RemoveNetwork(switchFile, nodes)
 		}
 	}()
-	create := func(ns *NetNS, err error) *NetNS {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		all = append(all, ns)
-		return ns
+	if err := CreateNetwork(switchFile, nodes, "10.96.0.0/12"); err != nil {
+		t.Fatal(err)
 	}
-	sw := create(CreateSwitch(filepath.Join(dir, "switch")))
-	a := create(CreateNetNS(filepath.Join(dir, "a"), "10.240.0.2/24"))
-	b := create(CreateNetNS(filepath.Join(dir, "b"), "10.240.0.3/24"))
-	for _, step := range []error{a.PlugInto(sw, "port-a"), b.PlugInto(sw, "port-b"),
-		// b's "pods" are an address on its loopback, 10.244.1.0/24 as a CNI bridge would hold them.
-		a.Route("10.244.1.0/24", "10.240.0.3")} {
-		if step != nil {
-			t.Fatal(step)
-		}
-	}
+	a, b, sw := &NetNS{Path: nodes[0].File}, &NetNS{Path: nodes[1].File}, &NetNS{Path: switchFile}
+	// b's "pod": an address of its pod CIDR on its loopback, as a CNI bridge would hold one.
 	if out, err := b.Command("ip", "addr", "add", "10.244.1.5/32", "dev", "lo").CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
@@ -153,13 +146,11 @@ func TestNodesOnASwitchReachEachOtherOnly(t *testing.T) {
 	if got := hostNet(t); got != hostBefore {
 		t.Errorf("the host's links or routes changed while the namespaces existed:\nbefore %s\nafter %s", hostBefore, got)
 	}
-	for _, ns := range all {
-		if err := ns.Remove(); err != nil {
-			t.Error(err)
-		}
+	if err := RemoveNetwork(switchFile, nodes); err != nil {
+		t.Error(err)
 	}
-	all = nil
+	removed = true
 	if mounts, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(mounts), dir) {
-		t.Errorf("a namespace under %s is still mounted after Remove", dir)
+		t.Errorf("a namespace under %s is still mounted after RemoveNetwork", dir)
 	}
 }

@@ -68,6 +68,47 @@ func editPatch(t *testing.T, patch, old, new string) {
 	}
 }
 
+// TestASeriesWithoutAPatchIsTheSameFromARecordedPrefix: patch.sh --without starts from the commit
+// patch.sh recorded for the patches before the one left out. The result is the commit the series
+// applied from upstream makes, and a patch before it that changed since is applied from its file,
+// never taken from a record.
+func TestASeriesWithoutAPatchIsTheSameFromARecordedPrefix(t *testing.T) {
+	t.Parallel()
+	tree, patches := scratchTree(t)
+	git := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("git", append([]string{"-C", tree}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	apply := func(args ...string) {
+		t.Helper()
+		if out, err := runScript(t, tree, patches, "patch.sh", args...); err != nil {
+			t.Fatalf("patch.sh %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	without := filepath.Base(firstPatch(t, patches, "0030"))
+	apply()
+	apply("--without", without)
+	fromPrefix := git("rev-parse", "without-0030")
+	for _, ref := range strings.Fields(git("for-each-ref", "--format=%(refname)", "refs/pipeline/prefix/")) {
+		git("update-ref", "-d", ref)
+	}
+	apply("--without", without)
+	if fromUpstream := git("rev-parse", "without-0030"); fromPrefix != fromUpstream {
+		t.Errorf("the series without 0030 is %s from the recorded prefix and %s from upstream", fromPrefix, fromUpstream)
+	}
+
+	apply() // records the prefixes again
+	editPatch(t, firstPatch(t, patches, "0029"), "\nReason: ", "\nReason: (edited after the records) ")
+	apply("--without", without)
+	if log := git("log", "--format=%H", "--grep=edited after the records", "upstream..without-0030"); log == "" {
+		t.Errorf("the series without 0030 took patch 0029 from a record made before it changed")
+	}
+}
+
 func TestPatchStopsAtABrokenPatchAndNamesIt(t *testing.T) {
 	t.Parallel()
 	tree, patches := scratchTree(t)

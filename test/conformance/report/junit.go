@@ -35,9 +35,9 @@ type Case struct {
 
 type junitSuite struct {
 	Cases []struct {
-		Name    string    `xml:"name,attr"`
-		Time    float64   `xml:"time,attr"`
-		Skipped *struct{} `xml:"skipped"`
+		Name    string        `xml:"name,attr"`
+		Time    float64       `xml:"time,attr"`
+		Skipped *struct{}     `xml:"skipped"`
 		Failure *junitProblem `xml:"failure"`
 		// Error is JUnit's other way to fail a test (a test that could not run to its
 		// assertions); it fails the test as a failure does.
