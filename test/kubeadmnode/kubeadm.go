@@ -29,37 +29,20 @@ var kubeadmPhases = [][]string{
 // v1.17.3's own phases, chrooted into the master's root (--rootfs), then moves the manifests'
 // hostPath volumes into that root.
 func (n *Node) KubeadmInit(t *testing.T) {
-	kubeadm := harness.Binary(t, "stock", "kubeadm")
-	config := fmt.Sprintf(`apiVersion: kubeadm.k8s.io/v1beta2
-kind: InitConfiguration
-localAPIEndpoint:
-  advertiseAddress: %s
-  bindPort: 6443
-nodeRegistration:
-  name: %s
-  criSocket: /var/run/dockershim.sock
----
+	config := initConfiguration(n.IP, n.Name) + `---
 apiVersion: kubeadm.k8s.io/v1beta2
 kind: ClusterConfiguration
 kubernetesVersion: v1.17.3
 networking:
   podSubnet: 10.244.0.0/16
-`, n.IP, n.Name)
+`
 	if n.KubeadmConfig != "" {
 		config += "---\n" + n.KubeadmConfig
 	}
-	if err := os.MkdirAll(n.Root, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(n.Path("kubeadm.yaml"), []byte(config), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	n.writeKubeadmConfig(t, config)
 	for _, phase := range kubeadmPhases {
-		args := append(append([]string{"init", "phase"}, phase...), "--config=/kubeadm.yaml", "--rootfs="+n.Root)
-		out, err := exec.Command(kubeadm, args...).CombinedOutput()
-		_ = os.WriteFile(filepath.Join(n.LogDir, "kubeadm-"+strings.Join(phase, "-")+".log"), out, 0o644)
-		if err != nil {
-			t.Fatalf("setup: kubeadm %s: %v\n%s", strings.Join(args, " "), err, out)
+		if err := n.rootfsPhase(t, "kubeadm-"+strings.Join(phase, "-")+".log", phase...); err != nil {
+			t.Fatalf("setup: %v", err)
 		}
 	}
 	manifests, err := filepath.Glob(n.Path("etc/kubernetes/manifests/*.yaml"))
@@ -79,20 +62,9 @@ networking:
 // deletes again. It stands in for join's TLS bootstrap, which waits for a kubelet under systemd;
 // what the kubelet ends up with is the same.
 func (n *Node) KubeadmJoin(t *testing.T, master *Node) {
-	config := fmt.Sprintf(`apiVersion: kubeadm.k8s.io/v1beta2
-kind: InitConfiguration
-localAPIEndpoint:
-  advertiseAddress: %s
-  bindPort: 6443
-nodeRegistration:
-  name: %s
-  criSocket: /var/run/dockershim.sock
-`, master.IP, n.Name)
+	n.writeKubeadmConfig(t, initConfiguration(master.IP, n.Name))
 	pki := n.Path("etc/kubernetes/pki")
 	if err := os.MkdirAll(pki, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(n.Path("kubeadm.yaml"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, file := range []string{"ca.crt", "ca.key"} {
@@ -104,15 +76,48 @@ nodeRegistration:
 			t.Fatal(err)
 		}
 	}
-	args := []string{"init", "phase", "kubeconfig", "kubelet", "--config=/kubeadm.yaml", "--rootfs=" + n.Root}
-	out, err := exec.Command(harness.Binary(t, "stock", "kubeadm"), args...).CombinedOutput()
-	_ = os.WriteFile(filepath.Join(n.LogDir, "kubeadm-join.log"), out, 0o644)
+	err := n.rootfsPhase(t, "kubeadm-join.log", "kubeconfig", "kubelet")
 	if removeErr := os.Remove(filepath.Join(pki, "ca.key")); removeErr != nil {
 		t.Fatalf("setup: removing the CA key from %s: %v", n.Name, removeErr)
 	}
 	if err != nil {
-		t.Fatalf("setup: kubeadm %s: %v\n%s", strings.Join(args, " "), err, out)
+		t.Fatalf("setup: %v", err)
 	}
+}
+
+// initConfiguration is kubeadm's InitConfiguration for node name, its API endpoint advertise.
+func initConfiguration(advertise, name string) string {
+	return fmt.Sprintf(`apiVersion: kubeadm.k8s.io/v1beta2
+kind: InitConfiguration
+localAPIEndpoint:
+  advertiseAddress: %s
+  bindPort: 6443
+nodeRegistration:
+  name: %s
+  criSocket: /var/run/dockershim.sock
+`, advertise, name)
+}
+
+// writeKubeadmConfig writes config as the node's /kubeadm.yaml.
+func (n *Node) writeKubeadmConfig(t *testing.T, config string) {
+	if err := os.MkdirAll(n.Root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(n.Path("kubeadm.yaml"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rootfsPhase runs `kubeadm init phase <phase>` with the node's /kubeadm.yaml, chrooted into its
+// root (--rootfs), its output in logName in the node's log directory.
+func (n *Node) rootfsPhase(t *testing.T, logName string, phase ...string) error {
+	args := append(append([]string{"init", "phase"}, phase...), "--config=/kubeadm.yaml", "--rootfs="+n.Root)
+	out, err := exec.Command(harness.Binary(t, "stock", "kubeadm"), args...).CombinedOutput()
+	_ = os.WriteFile(filepath.Join(n.LogDir, logName), out, 0o644)
+	if err != nil {
+		return fmt.Errorf("kubeadm %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return nil
 }
 
 // relocateHostPaths points every hostPath volume of a static-pod manifest into root, so that the
