@@ -21,11 +21,15 @@ export GOFLAGS="-mod=readonly"
 export GONOSUMDB="" GONOPROXY="" GOINSECURE="" GOPRIVATE=""
 unset GOSUMDB
 
-# The components this fork replaces, in the order everything lists them; the stock harness (the
-# control plane the tests run them against) is built with them. test/harness.Components says the
-# same for the Go tests (test/pipeline checks that they agree).
-COMPONENTS=(kube-controller-manager kube-scheduler)
-HARNESS_COMMANDS=("${COMPONENTS[@]}" kube-apiserver etcd kubeadm kubelet)
+# The components this fork replaces, in the order everything lists them (kubeadm's: a master's
+# kube-apiserver is swapped before the components that talk to it); the stock harness (the control
+# plane the tests run them against) is built with them. test/harness.Components says the same for
+# the Go tests (test/pipeline checks that they agree).
+COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler)
+HARNESS_COMMANDS=("${COMPONENTS[@]}" etcd kubeadm kubelet)
+# The components the regression suites start from the build under test (VARIANT_UNDER_TEST),
+# always against the stock kube-apiserver: what prove-patches builds of each variant without a patch.
+SUITE_COMPONENTS=(kube-controller-manager kube-scheduler)
 # Where images are tagged and for which architectures; override with REGISTRY=... ARCHS="...".
 REGISTRY=${REGISTRY:-registry.local/idc-lts}
 ARCHS=${ARCHS:-amd64 arm64}

@@ -68,7 +68,7 @@ for name in "${selected[@]}"; do
   if [ -n "${regression}" ]; then
     read -r package test_name <<<"${regression}"
     [ -n "${test_name:-}" ] || die "${name}: Regression-Test must be '<package dir> <TestName>', got '${regression}'"
-    "$(dirname "$0")/build.sh" "${variant}"
+    "$(dirname "$0")/build.sh" "${variant}" "${SUITE_COMPONENTS[@]}"
     log "${name}: ${package} ${test_name} against ${variant} must fail (output: ${log_dir}/${test_name}.log)"
     expect_failure "${name}" "${test_name}" "${log_dir}/${test_name}.log" "${REPO_ROOT}" \
       env VARIANT_UNDER_TEST="${variant}" go test -count=1 -timeout 20m -v "./${package}" -run "^${test_name}\$"

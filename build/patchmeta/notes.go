@@ -25,9 +25,10 @@ func WriteNotes(w io.Writer, r Release, series []*Patch) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, `# %s
 
-kube-controller-manager and kube-scheduler %s with the patches below, built with
-%s from the hash-verified upstream module sources. They replace upstream's images in a
-kubeadm %s control plane; kube-apiserver stays stock. Series commit:
+kube-apiserver, kube-controller-manager and kube-scheduler %s with the patches below, built
+with %s from the hash-verified upstream module sources. They replace upstream's images in a
+kubeadm %s control plane, kube-apiserver first on each master; kube-controller-manager and
+kube-scheduler also work beside a stock kube-apiserver. Series commit:
 `+"`%s`"+`. Every fix upstream shipped in 1.17 after
 %s, and whether this release carries it: `+"`patches/UPSTREAM.md`"+`.
 

@@ -198,6 +198,8 @@ func newApply() *cobra.Command {
 first one's PID), checks that verification can work (the apiserver answers), writes a journal and
 backups, replaces the manifest atomically, and waits up to --timeout for: a new process of the
 component, its health endpoint, a renewal of its leader Lease, and --soak of steady health.
+kube-apiserver elects no leader: its /readyz (on its liveness probe's address) and the soak
+verify it.
 Anything else, or Ctrl-C / SIGTERM / SIGQUIT / SIGHUP meanwhile, restores the manifest as it was.
 A change that leaves the manifest as it is writes nothing and exits 0.`,
 		Args: cobra.NoArgs,
@@ -244,9 +246,9 @@ A change that leaves the manifest as it is writes nothing and exits 0.`,
 	}
 	t.bind(cmd)
 	c.bind(cmd, &t)
-	cmd.Flags().StringVar(&vf.kubeconfig, "kubeconfig", "/etc/kubernetes/admin.conf", "kubeconfig to read the leader Lease with")
-	cmd.Flags().StringVar(&vf.healthURL, "health-url", "", "health endpoint to verify (default: from the container's liveness probe)")
-	cmd.Flags().StringVar(&vf.lease, "lease", "", "leader Lease namespace/name (default: kube-system/<component>)")
+	cmd.Flags().StringVar(&vf.kubeconfig, "kubeconfig", "/etc/kubernetes/admin.conf", "kubeconfig to read the leader Lease and the mirror pod with")
+	cmd.Flags().StringVar(&vf.healthURL, "health-url", "", "health endpoint to verify (default: from the container's liveness probe; for kube-apiserver its path is /readyz)")
+	cmd.Flags().StringVar(&vf.lease, "lease", "", "leader Lease namespace/name (default: kube-system/<component>; none for kube-apiserver)")
 	cmd.Flags().StringVar(&vf.process, "process", "", "process name of the component (default: the component)")
 	cmd.Flags().StringVar(&vf.hostname, "hostname", "", "this master's name as its Lease identities start (default: the host name)")
 	cmd.Flags().StringVar(&vf.nodeName, "node-name", "", "this master's Node name, for the mirror pod whose image ID is checked when --image pins a digest (default: the host name, lower case)")
@@ -270,11 +272,14 @@ func (f verifyFlags) newVerifier(e *cpswap.Edited) (cpswap.Verifier, error) {
 	}
 	var err error
 	if f.healthURL == "" {
-		if f.healthURL, err = cpswap.HealthURL(e.After, e.Container); err != nil {
+		if f.healthURL, err = cpswap.VerifyURL(e); err != nil {
 			return nil, bad("%v", err)
 		}
 	}
 	namespace, name := cpswap.LeaseOf(e)
+	if f.lease != "" && e.Component == cpswap.KubeAPIServer {
+		return nil, &cpswap.Failure{Code: cpswap.ExitUsage, Err: fmt.Errorf("--lease %s: %s elects no leader; it is verified by --health-url (default: its liveness probe's address, path /readyz)", f.lease, e.Component)}
+	}
 	if f.lease != "" {
 		var ok bool
 		if namespace, name, ok = strings.Cut(f.lease, "/"); !ok || namespace == "" || name == "" {

@@ -313,8 +313,11 @@ func expand(s string, env map[string]string, unknown map[string]bool) (out, miss
 }
 
 // LeaseOf is the leader Lease the changed component uses: kube-system/<component> unless its
-// flags name another object.
+// flags name another object; none (two empty strings) for kube-apiserver, which elects no leader.
 func LeaseOf(e *Edited) (namespace, name string) {
+	if e.Component == KubeAPIServer {
+		return "", ""
+	}
 	namespace, name = "kube-system", e.Component
 	cl := parseCommandLine(e.changed)
 	for _, f := range []struct {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -28,7 +29,8 @@ const StartMargin = 30 * time.Second
 //  2. its health endpoint (the liveness probe's) answers 200;
 //  3. the leader Lease is renewed after the change, and not by the identity that held it before
 //     when that was this host's old instance (it renews until the kubelet stops it). A renewal by
-//     another master's instance means this one stands by; the summary says which;
+//     another master's instance means this one stands by; the summary says which. A component
+//     that elects no leader (kube-apiserver: LeaseName empty) skips this step;
 //  4. when the image is pinned by digest (ImageDigest), the kubelet reports that image for the
 //     container in the mirror pod's status (its image ID, docker-pullable://REPO@DIGEST, is the
 //     digest the runtime pulled), so a node that runs something else under that name fails;
@@ -49,8 +51,10 @@ type ComponentVerifier struct {
 	// Leases reads coordination.k8s.io/v1 Leases (a REST client for that group).
 	Leases         rest.Interface
 	LeaseNamespace string
-	LeaseName      string
-	Hostname       string // this master's name, the prefix of its instances' Lease identities
+	// LeaseName is empty for a component that elects no leader (kube-apiserver): its health
+	// endpoint (/readyz) and the soak are the proof.
+	LeaseName string
+	Hostname  string // this master's name, the prefix of its instances' Lease identities
 	// ImageDigest, if set, is the digest the container must run ("sha256:..."), checked in the
 	// mirror pod PodNamespace/PodName (the static pod's name, "-", the node's name) read
 	// through Pods, a REST client for the core group.
@@ -116,6 +120,23 @@ func (v *ComponentVerifier) health(ctx context.Context) error {
 
 // Before checks that the apiserver answers and notes the Lease holder and the running processes.
 func (v *ComponentVerifier) Before(ctx context.Context) error {
+	if err := v.noteLease(ctx); err != nil {
+		return err
+	}
+	if err := v.mirrorPodFound(ctx); err != nil {
+		return err
+	}
+	var err error
+	v.before, err = v.Procs.named(v.Comm, v.OldArgs)
+	return err
+}
+
+// noteLease records who holds the Lease before the change (nothing for a component that elects
+// no leader).
+func (v *ComponentVerifier) noteLease(ctx context.Context) error {
+	if v.LeaseName == "" {
+		return nil
+	}
 	lease, err := v.getLease(ctx)
 	switch {
 	case apierrors.IsNotFound(err):
@@ -130,11 +151,7 @@ func (v *ComponentVerifier) Before(ctx context.Context) error {
 			v.renewTime = lease.Spec.RenewTime.Time
 		}
 	}
-	if err := v.mirrorPodFound(ctx); err != nil {
-		return err
-	}
-	v.before, err = v.Procs.named(v.Comm, v.OldArgs)
-	return err
+	return nil
 }
 
 // mirrorPodFound checks, before the swap, that the mirror pod in which the pinned digest will be
@@ -160,6 +177,9 @@ func (v *ComponentVerifier) mirrorPodFound(parent context.Context) error {
 // is any change of holder or renew time: each holder writes its own clock, so times of two
 // masters are not compared.
 func (v *ComponentVerifier) leaseState(ctx context.Context) (string, error) {
+	if v.LeaseName == "" {
+		return fmt.Sprintf("elects no leader: verified by %s and the soak", v.HealthURL), nil
+	}
 	lease, err := v.getLease(ctx)
 	if apierrors.IsNotFound(err) && !v.leaseFound {
 		// No instance locks through this Lease (the masters run the endpoints or configmaps lock).
@@ -285,6 +305,27 @@ func (v *ComponentVerifier) imageState(parent context.Context) error {
 		return nil
 	}
 	return fmt.Errorf("mirror pod %s/%s has no status of container %s yet", v.PodNamespace, v.PodName, v.ContainerName)
+}
+
+// KubeAPIServer is the component that elects no leader: a restarted kube-apiserver proves itself
+// by its readiness endpoint instead of a Lease renewal.
+const KubeAPIServer = "kube-apiserver"
+
+// VerifyURL is the endpoint that must answer 200 for the changed component to count as up: its
+// liveness probe's (HealthURL), except for kube-apiserver, whose probe (kubeadm 1.17: /healthz)
+// is asked for /readyz on the same address instead. /readyz also fails while the apiserver
+// shuts down, so the old process cannot pass for the new one.
+func VerifyURL(e *Edited) (string, error) {
+	url, err := HealthURL(e.After, e.Container)
+	if err != nil || e.Component != KubeAPIServer {
+		return url, err
+	}
+	u, err := neturl.Parse(url)
+	if err != nil {
+		return "", err
+	}
+	u.Path, u.RawQuery = "/readyz", ""
+	return u.String(), nil
 }
 
 // HealthURL derives the component's health URL from the container's liveness probe, as the

@@ -261,6 +261,50 @@ func TestVerifierWantsTheNewInstanceAndASoak(t *testing.T) {
 	}
 }
 
+// TestAPIServerIsVerifiedByReadinessWithoutALease: kube-apiserver elects no leader, so its
+// verifier asks for no Lease (an apiserver that would hang on one cannot hold it up): the new
+// process, /readyz answering 200 and the soak prove it, and a /readyz that fails during the soak
+// (the apiserver lost its etcd, or shuts down) fails it.
+func TestAPIServerIsVerifiedByReadinessWithoutALease(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		failDuringSoak  bool
+		wantOK, wantErr string
+	}{
+		{name: "ready through the soak", wantOK: "new kube-apiserver pid 101 healthy for 600ms; elects no leader: verified by "},
+		{name: "not ready during the soak", failDuringSoak: true, wantErr: "during the 600ms soak: health"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			api := newFakeAPIServer(t)
+			api.hang = true // a Lease request would never return
+			fake := newFakeProc(t, time.Now().Unix())
+			fake.run(100, "kube-apiserver", 5000)
+			url, health := healthServer(t)
+			v := &ComponentVerifier{
+				Procs: fake.processes(), Comm: "kube-apiserver", HealthURL: url,
+				Leases: api.leases(t), Hostname: "master-1", Interval: 20 * time.Millisecond, Soak: 600 * time.Millisecond,
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+			defer cancel()
+			if err := v.Before(ctx); err != nil {
+				t.Fatal(err)
+			}
+			fake.exit(100)
+			fake.run(101, "kube-apiserver", 9000)
+			if tc.failDuringSoak {
+				go func() { time.Sleep(150 * time.Millisecond); health(http.StatusServiceUnavailable) }()
+			}
+			got, err := v.After(ctx)
+			switch {
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("error %v, want %q", err, tc.wantErr)
+			case tc.wantOK != "" && (err != nil || !strings.Contains(got, tc.wantOK)):
+				t.Errorf("got %q, %v; want %q", got, err, tc.wantOK)
+			}
+		})
+	}
+}
+
 // TestLeaseRequestsAreBounded: an apiserver that accepts and never answers cannot hold cpswap past
 // its bounds: the preflight fails with nothing changed, and verification ends with its context.
 func TestLeaseRequestsAreBounded(t *testing.T) {
@@ -303,6 +347,22 @@ func TestHealthURL(t *testing.T) {
 		if err != nil || got != want {
 			t.Errorf("%s: HealthURL = %q, %v; want %q", name, got, err, want)
 		}
+	}
+	// kube-apiserver's probe is /healthz on its advertise address; cpswap asks for /readyz there.
+	apiserver := read(t, filepath.Join(dir, "kube-apiserver.yaml"))
+	probe, err := HealthURL(apiserver, "")
+	if err != nil || !strings.HasSuffix(probe, ":6443/healthz") {
+		t.Errorf("kube-apiserver.yaml: HealthURL = %q, %v; want its probe, https://<advertise address>:6443/healthz", probe, err)
+	}
+	e, err := Edit(apiserver, Change{Image: "registry.example.com/k8s/kube-apiserver:v1.17.3-idc.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := VerifyURL(e); err != nil || got != strings.TrimSuffix(probe, "/healthz")+"/readyz" {
+		t.Errorf("kube-apiserver.yaml: VerifyURL = %q, %v; want the probe's address with /readyz", got, err)
+	}
+	if ns, name := LeaseOf(e); ns != "" || name != "" {
+		t.Errorf("kube-apiserver elects no leader, LeaseOf = %s/%s", ns, name)
 	}
 	kcm := filepath.Join(dir, "kube-controller-manager.yaml")
 	tests := []struct {

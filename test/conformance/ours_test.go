@@ -96,7 +96,7 @@ func platformImage(release, component string) (string, error) {
 	return "", fmt.Errorf("%s has no linux/%s image", path, runtime.GOARCH)
 }
 
-// swapIn replaces the node's stock kube-controller-manager and kube-scheduler with the release's,
+// swapIn replaces the node's stock kube-apiserver, kube-controller-manager and kube-scheduler with the release's,
 // by digest, with docs/operations.md's cpswap plan and apply --verify-key, run on the node (in its
 // namespace, the registry carried in under its own address).
 func (c *cluster) swapIn(t *testing.T, r *ourRelease) {
@@ -113,9 +113,12 @@ func (c *cluster) swapIn(t *testing.T, r *ourRelease) {
 	for _, component := range harness.Components {
 		manifest := c.node.Path("etc/kubernetes/manifests/" + component + ".yaml")
 		verify := []string{"--verify-key", r.verifyKey, "--registry-ca-file", r.registry.CAFile}
+		if component != harness.KubeAPIServer { // it elects no leader: no lock to set
+			verify = append(verify, "--profile", "leases")
+		}
 		for _, args := range [][]string{
-			append([]string{"plan", "--manifest", manifest, "--image", r.images[component], "--profile", "leases"}, verify...),
-			append([]string{"apply", "--manifest", manifest, "--image", r.images[component], "--profile", "leases",
+			append([]string{"plan", "--manifest", manifest, "--image", r.images[component]}, verify...),
+			append([]string{"apply", "--manifest", manifest, "--image", r.images[component],
 				"--backup-dir", backups, "--kubeconfig", c.node.Path("etc/kubernetes/admin.conf"), "--timeout", "3m",
 				"--node-name", c.node.Name}, verify...),
 		} {

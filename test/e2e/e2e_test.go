@@ -21,8 +21,12 @@ import (
 	"github.com/idc-lts/kube-1.17/test/kubeadmnode"
 )
 
-// components are the two the release replaces, in docs/operations.md's order.
-var components = harness.Components
+// components are the three the release replaces, in docs/operations.md's order; elected are
+// those of them that elect a leader (kube-apiserver elects none).
+var (
+	components = harness.Components
+	elected    = harness.SuiteComponents
+)
 
 // TestKubeadmMaster is the operator's procedure on one kubeadm master run by a real kubelet.
 func TestKubeadmMaster(t *testing.T) {
@@ -162,8 +166,13 @@ func TestKubeadmMaster(t *testing.T) {
 			return fmt.Errorf("the before block: exit code %d, want 0:\n%s", code, out)
 		}
 		for _, c := range components {
-			if !strings.Contains(out, c+": lock endpointsleases") || !strings.Contains(out, releaseImages[c]) {
-				return fmt.Errorf("the before block did not check %s's lock and plan its image %s:\n%s", c, releaseImages[c], out)
+			if !strings.Contains(out, releaseImages[c]) {
+				return fmt.Errorf("the before block did not plan %s's image %s:\n%s", c, releaseImages[c], out)
+			}
+		}
+		for _, c := range elected {
+			if !strings.Contains(out, c+": lock endpointsleases") {
+				return fmt.Errorf("the before block did not check %s's lock:\n%s", c, out)
 			}
 		}
 		for _, c := range components {
@@ -174,9 +183,9 @@ func TestKubeadmMaster(t *testing.T) {
 		return nil
 	})
 
-	s.run("docs/operations.md's apply block, as written: both components by digest with --profile leases --verify-key; the kubelet pulls and runs each digest, each Lease is renewed by the new instance, Endpoints writes stop", 8*time.Minute, func(ctx context.Context) error {
+	s.run("docs/operations.md's apply block, as written: the three components by digest with --verify-key (--profile leases for the two that elect a leader); the kubelet pulls and runs each digest, the apiserver serves our version, each Lease is renewed by the new instance, Endpoints writes stop", 10*time.Minute, func(ctx context.Context) error {
 		before := map[string]lockRecord{}
-		for _, c := range components {
+		for _, c := range elected {
 			var err error
 			if before[c], err = leaseLock(ctx, client, c); err != nil {
 				return err
@@ -197,6 +206,12 @@ func TestKubeadmMaster(t *testing.T) {
 			if err := runsImage(ctx, client, m, c, image); err != nil {
 				return err
 			}
+			if c == harness.KubeAPIServer {
+				if err := servesVersion(ctx, client, filepath.Base(release)); err != nil {
+					return err
+				}
+				continue
+			}
 			holder := before[c].Holder
 			if _, err := waitRenewedBy(ctx, client, leaseLock, c, func(h string) bool { return onThisHost(h) && h != holder }); err != nil {
 				return err
@@ -212,7 +227,7 @@ func TestKubeadmMaster(t *testing.T) {
 	// A planned restart of each patched component (a flag changed: the kubelet stops the pod with
 	// SIGTERM and starts the new one): the old instance releases its Lease (patch 0028), so the new
 	// one leads as soon as it starts instead of waiting for the lease to expire.
-	for _, c := range components {
+	for _, c := range elected {
 		c := c
 		s.run("planned restart of the patched "+c+" (cpswap apply --flag=--v=2): the old instance releases its Lease, the new one takes it at once", 5*time.Minute, func(ctx context.Context) error {
 			before, err := leaseLock(ctx, client, c)
@@ -243,16 +258,24 @@ func TestKubeadmMaster(t *testing.T) {
 		})
 	}
 
-	s.run("docs/operations.md's rollback block, as written, once per apply (the restart's flag, then the release's image): kubeadm's manifests byte for byte, a Lease holder each time, stock leads again", 6*time.Minute, func(ctx context.Context) error {
-		for i, what := range []string{"the restart's flag", "the release's image"} {
-			code, out := paste(ctx, fmt.Sprintf("operations-rollback-%d", i+1), blocks[2])
-			if code != 0 {
-				return fmt.Errorf("the rollback block, undoing %s: exit code %d, want 0:\n%s", what, code, out)
+	s.run("cpswap rollback of each planned restart, then docs/operations.md's rollback block, as written: kubeadm's manifests byte for byte, the apiserver ready, a Lease holder each, stock runs and leads again", 8*time.Minute, func(ctx context.Context) error {
+		// The restarts' flag first, by the command for one component; the block then undoes the
+		// last apply of each of the three, the release's image.
+		for _, c := range elected {
+			if code, out := runLogged(ctx, m.LogDir, "cpswap-rollback-"+c, cpswap, "rollback", "--manifest", manifest(c), "--backup-dir", backupDir); code != 0 {
+				return fmt.Errorf("cpswap rollback of %s's restart: exit code %d, want 0:\n%s", c, code, out)
 			}
-			for _, c := range components {
-				if !strings.Contains(out, c+": Lease held by ") {
-					return fmt.Errorf("the rollback block, undoing %s, did not wait for %s's Lease holder:\n%s", what, c, out)
-				}
+		}
+		code, out := paste(ctx, "operations-rollback", blocks[2])
+		if code != 0 {
+			return fmt.Errorf("the rollback block: exit code %d, want 0:\n%s", code, out)
+		}
+		if !strings.Contains(out, "kube-apiserver: ready") {
+			return fmt.Errorf("the rollback block did not wait for the apiserver:\n%s", out)
+		}
+		for _, c := range elected {
+			if !strings.Contains(out, c+": Lease held by ") {
+				return fmt.Errorf("the rollback block did not wait for %s's Lease holder:\n%s", c, out)
 			}
 		}
 		for _, c := range components {
@@ -265,14 +288,32 @@ func TestKubeadmMaster(t *testing.T) {
 				return err
 			}
 		}
+		if err := servesVersion(ctx, client, "v1.17.3"); err != nil {
+			return err
+		}
 		return waitLeaders(ctx, client, onThisHost)
+	})
+}
+
+// servesVersion waits until the apiserver reports version (kube-apiserver's --version, the
+// release's for ours).
+func servesVersion(ctx context.Context, client kubernetes.Interface, version string) error {
+	return kubeadmnode.WaitFor(ctx, time.Second, func() (bool, error) {
+		v, err := client.Discovery().ServerVersion()
+		if err != nil {
+			return false, fmt.Errorf("the apiserver's version: %v", err)
+		}
+		if v.GitVersion != version {
+			return false, fmt.Errorf("the apiserver serves %s, want %s", v.GitVersion, version)
+		}
+		return true, nil
 	})
 }
 
 // waitLeaders waits until each component's Endpoints lock and Lease are renewed by an instance on
 // this host.
 func waitLeaders(ctx context.Context, client kubernetes.Interface, onThisHost func(string) bool) error {
-	for _, c := range components {
+	for _, c := range elected {
 		r, err := waitRenewedBy(ctx, client, endpointsLock, c, onThisHost)
 		if err != nil {
 			return fmt.Errorf("%s does not lead through its Endpoints lock: %v", c, err)

@@ -17,15 +17,23 @@ type Component struct {
 	BaseURL string
 }
 
-// KubeControllerManager and KubeScheduler are the components the release replaces.
+// KubeAPIServer, KubeControllerManager and KubeScheduler are the components the release replaces.
 const (
+	KubeAPIServer         = "kube-apiserver"
 	KubeControllerManager = "kube-controller-manager"
 	KubeScheduler         = "kube-scheduler"
 )
 
 // Components are the components this fork replaces, in the order everything lists them
-// (COMPONENTS in build/lib.sh; test/pipeline checks that the two agree).
-var Components = []string{KubeControllerManager, KubeScheduler}
+// (COMPONENTS in build/lib.sh; test/pipeline checks that the two agree): kubeadm's order, in which
+// a master's kube-apiserver is swapped before the components that talk to it.
+var Components = []string{KubeAPIServer, KubeControllerManager, KubeScheduler}
+
+// SuiteComponents are the components the regression suites start from the build under test,
+// always against the stock kube-apiserver (SUITE_COMPONENTS in build/lib.sh: what prove-patches
+// builds of a series without a patch). Both elect a leader through a Lease; kube-apiserver 1.17
+// elects none, and govulncheck (make vulncheck) judges what it links.
+var SuiteComponents = []string{KubeControllerManager, KubeScheduler}
 
 // ComponentOptions say what StartComponent runs; every field has a default.
 type ComponentOptions struct {

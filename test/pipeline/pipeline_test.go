@@ -262,22 +262,26 @@ func TestVerifyPatchesNamesAPatchLackingAField(t *testing.T) {
 	}
 }
 
-// TestComponentListsAgree keeps the one Go copy of the component list (test/harness.Components)
-// equal to the pipeline's (COMPONENTS in build/lib.sh).
+// TestComponentListsAgree keeps the Go copies of the component lists (test/harness.Components,
+// SuiteComponents) equal to the pipeline's (COMPONENTS, SUITE_COMPONENTS in build/lib.sh).
 func TestComponentListsAgree(t *testing.T) {
 	t.Parallel()
 	data, err := os.ReadFile(filepath.Join(harness.RepoRoot(t), "build", "lib.sh"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var shell []string
+	shell := map[string][]string{}
 	for _, line := range strings.Split(string(data), "\n") {
-		if list, ok := strings.CutPrefix(line, "COMPONENTS=("); ok {
-			shell = strings.Fields(strings.TrimSuffix(list, ")"))
+		for _, name := range []string{"COMPONENTS", "SUITE_COMPONENTS"} {
+			if list, ok := strings.CutPrefix(line, name+"=("); ok {
+				shell[name] = strings.Fields(strings.TrimSuffix(list, ")"))
+			}
 		}
 	}
-	if strings.Join(shell, " ") != strings.Join(harness.Components, " ") {
-		t.Errorf("build/lib.sh COMPONENTS=%v, test/harness.Components=%v", shell, harness.Components)
+	for name, goList := range map[string][]string{"COMPONENTS": harness.Components, "SUITE_COMPONENTS": harness.SuiteComponents} {
+		if strings.Join(shell[name], " ") != strings.Join(goList, " ") {
+			t.Errorf("build/lib.sh %s=%v, test/harness: %v", name, shell[name], goList)
+		}
 	}
 }
 

@@ -65,7 +65,7 @@ func churn(t *testing.T, variant string) (endpointWrites, leaseWrites map[string
 	from := time.Now()
 	time.Sleep(window)
 	endpointWrites, leaseWrites = map[string][]write{}, map[string][]write{}
-	for _, name := range harness.Components {
+	for _, name := range harness.SuiteComponents {
 		for _, w := range obs.since(from, "Endpoints", name) {
 			if w.at.Before(from.Add(window)) {
 				endpointWrites[name] = append(endpointWrites[name], w)
@@ -85,7 +85,7 @@ func churn(t *testing.T, variant string) (endpointWrites, leaseWrites map[string
 func TestStockRenewsThroughEndpoints(t *testing.T) {
 	t.Parallel()
 	endpointWrites, _, _ := churn(t, "stock")
-	for _, name := range harness.Components {
+	for _, name := range harness.SuiteComponents {
 		t.Logf("stock %s: %d writes to Endpoints kube-system/%s in %v", name, len(endpointWrites[name]), name, window)
 		if len(endpointWrites[name]) < 25 {
 			t.Errorf("bug not reproduced: stock %s wrote its Endpoints %d times in %v, want at least 25",
@@ -103,7 +103,7 @@ func TestPatchedRenewsOnlyTheLease(t *testing.T) {
 	if len(allEndpoints) != 0 {
 		t.Errorf("%s: %d Endpoints writes in kube-system (first: %s), want 0", variant, len(allEndpoints), allEndpoints[0].name)
 	}
-	for _, name := range harness.Components {
+	for _, name := range harness.SuiteComponents {
 		writes := leaseWrites[name]
 		if len(writes) < 2 {
 			t.Errorf("%s %s: %d Lease writes in %v, want it renewed throughout", variant, name, len(writes), window)

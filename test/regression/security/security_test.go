@@ -69,7 +69,7 @@ func TestStockLinksVulnerableDependencies(t *testing.T) {
 // serves /healthz over HTTP/2 on its secure port with them.
 func TestPatchedLinksFixedDependencies(t *testing.T) {
 	variant := harness.VariantUnderTest()
-	for _, component := range harness.Components {
+	for _, component := range harness.SuiteComponents {
 		versions := linked(t, harness.Binary(t, variant, component))
 		for module, fixed := range fixedIn {
 			if versions[module] == "" && component != "kube-controller-manager" {
@@ -113,7 +113,7 @@ func TestPatchedLinksFixedDependencies(t *testing.T) {
 
 // TestStockLinksTheDockerEngine shows what 0034 changes: stock links github.com/docker/docker.
 func TestStockLinksTheDockerEngine(t *testing.T) {
-	for _, component := range harness.Components {
+	for _, component := range harness.SuiteComponents {
 		versions := linked(t, harness.Binary(t, "stock", component))
 		for module := range dropped {
 			if versions[module] == "" {
@@ -128,7 +128,7 @@ func TestStockLinksTheDockerEngine(t *testing.T) {
 // still prints.
 func TestPatchedLinksNoDockerEngine(t *testing.T) {
 	variant := harness.VariantUnderTest()
-	for _, component := range harness.Components {
+	for _, component := range harness.SuiteComponents {
 		binary := harness.Binary(t, variant, component)
 		versions := linked(t, binary)
 		for module, patch := range dropped {
