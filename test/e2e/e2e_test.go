@@ -160,7 +160,7 @@ func TestKubeadmMaster(t *testing.T) {
 		return cmd.ProcessState.ExitCode(), string(out)
 	}
 
-	s.run("docs/operations.md's before block, as written: both locks endpointsleases, cpswap status, both plans (signatures verified), the Leases", 2*time.Minute, func(ctx context.Context) error {
+	s.run("docs/operations.md's before block, as written: the two locks endpointsleases, cpswap status and a plan for each of the three (signatures verified), the Leases", 2*time.Minute, func(ctx context.Context) error {
 		code, out := paste(ctx, "operations-before", blocks[0])
 		if code != 0 {
 			return fmt.Errorf("the before block: exit code %d, want 0:\n%s", code, out)
