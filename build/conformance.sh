@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make conformance: upstream v1.17.3's conformance tests on a two-node kubeadm cluster, each
 # node a real kubelet in a network namespace with no route out, first with the stock control plane, then
-# with the release's kube-controller-manager and kube-scheduler swapped in by cpswap
+# with the release's kube-apiserver, kube-controller-manager and kube-scheduler swapped in by cpswap
 # (test/conformance, TestConformance). conformance-report compares the runs into
 # docs/conformance.md and the release's conformance.txt, and fails when a test that passed with
 # stock did not pass with ours. make conformance builds what it needs first (make release among it).

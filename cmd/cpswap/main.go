@@ -464,7 +464,10 @@ func newStatus() *cobra.Command {
 			}
 			fmt.Printf("manifest:  %s (sha256 %s)\ncontainer: %s\nimage:     %s\n", st.Manifest, short(st.SHA256), st.Container, st.Image)
 			lock := st.Flags["--leader-elect-resource-lock"]
-			if lock == "" {
+			switch {
+			case st.Component == cpswap.KubeAPIServer:
+				lock = "none (kube-apiserver elects no leader)"
+			case lock == "":
 				lock = "(not set: the image's default; endpointsleases for upstream 1.17, leases for this fork)"
 			}
 			fmt.Printf("lock:      %s\n", lock)

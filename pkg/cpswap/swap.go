@@ -576,6 +576,7 @@ func writable(dir string) error {
 type Status struct {
 	Manifest, SHA256 string
 	Container        string
+	Component        string // what the container runs (kube-apiserver elects no leader: no lock)
 	Image            string
 	Flags            map[string]string // the lock and the profiles' flags, as the component reads them
 	Process          *Process
@@ -609,8 +610,8 @@ func (s *Swapper) StatusOf(manifest, containerName, processName string, procs Pr
 	if err != nil {
 		return nil, refused("%s: %v", t.path, err)
 	}
-	out := &Status{Manifest: t.path, SHA256: sha256Hex(data), Container: c.Name, Image: c.Image, Flags: map[string]string{}}
 	cl := parseCommandLine(c)
+	out := &Status{Manifest: t.path, SHA256: sha256Hex(data), Container: c.Name, Component: componentOf(c, cl), Image: c.Image, Flags: map[string]string{}}
 	names := []string{lockFlag, "--leader-elect", "--config"}
 	for _, p := range Profiles {
 		for _, f := range p.Flags {
@@ -623,7 +624,7 @@ func (s *Swapper) StatusOf(manifest, containerName, processName string, procs Pr
 		}
 	}
 	if processName == "" {
-		processName = componentOf(c, cl)
+		processName = out.Component
 	}
 	// The process running this manifest: its command line ends with the manifest's flags (another
 	// process of that name on the host is not it). Failing that, the newest of that name, said so.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -279,9 +280,17 @@ func TestAPIServerIsVerifiedByReadinessWithoutALease(t *testing.T) {
 			api.hang = true // a Lease request would never return
 			fake := newFakeProc(t, time.Now().Unix())
 			fake.run(100, "kube-apiserver", 5000)
-			url, health := healthServer(t)
+			// Ready for the first check; with failDuringSoak, not ready for every later one (the
+			// soak's), whatever the machine's speed.
+			var checks int32
+			server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if atomic.AddInt32(&checks, 1) > 1 && tc.failDuringSoak {
+					w.WriteHeader(http.StatusServiceUnavailable)
+				}
+			}))
+			t.Cleanup(server.Close)
 			v := &ComponentVerifier{
-				Procs: fake.processes(), Comm: "kube-apiserver", HealthURL: url,
+				Procs: fake.processes(), Comm: "kube-apiserver", HealthURL: server.URL + "/readyz",
 				Leases: api.leases(t), Hostname: "master-1", Interval: 20 * time.Millisecond, Soak: 600 * time.Millisecond,
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
@@ -291,9 +300,6 @@ func TestAPIServerIsVerifiedByReadinessWithoutALease(t *testing.T) {
 			}
 			fake.exit(100)
 			fake.run(101, "kube-apiserver", 9000)
-			if tc.failDuringSoak {
-				go func() { time.Sleep(150 * time.Millisecond); health(http.StatusServiceUnavailable) }()
-			}
 			got, err := v.After(ctx)
 			switch {
 			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
