@@ -7,7 +7,8 @@
 #   patch's *_test.go changes to the series without the patch and requires the test to FAIL there.
 #   That it passes on the patched tree is checked by `make test-unit`.
 # Optional arguments limit the run to those patches: files, or numbers (0041) as make prove
-# PATCH=NNNN passes them.
+# PATCH=NNNN passes them. The proofs run PROVE_JOBS (default 2) at a time, while the next patch's
+# variant is prepared: the suites spend most of their time waiting on leases and timers.
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
 need_patchmeta
@@ -32,26 +33,39 @@ if [ $# -gt 0 ]; then
 else
   mapfile -t selected < <(series_patches)
 fi
-proved=0
-failed=()
+proof_jobs=${PROVE_JOBS:-2}
+[[ ${proof_jobs} =~ ^[1-9][0-9]*$ ]] || die "PROVE_JOBS must be a positive number, got '${proof_jobs}'"
+results=$(mktemp -d)
+trap 'rm -rf "${results}"' EXIT
+started=0
 
-# expect_failure NAME TEST LOG_FILE DIR COMMAND...: runs COMMAND in DIR, which must fail in TEST.
+# expect_failure NAME TEST LOG_FILE DIR COMMAND...: runs COMMAND in DIR, which must fail in TEST;
+# prints "proved<TAB>reason" or "failed<TAB>why".
 expect_failure() {
-  local name=$1 test_name=$2 log_file=$3 dir=$4
+  local name=$1 test_name=$2 log_file=$3 dir=$4 reason
   shift 4
   if (cd "${dir}" && "$@") >"${log_file}" 2>&1; then
-    failed+=("${name}: ${test_name} passes without the patch, so it does not test the patch")
+    printf 'failed\t%s\n' "${name}: ${test_name} passes without the patch, so it does not test the patch"
   elif grep -q -E '\[(build|setup) failed\]' "${log_file}"; then
     # A test that does not compile proves nothing: name its first error.
-    failed+=("${name}: ${test_name} does not build without the patch: $(grep -m1 -E '\.go:[0-9]+:[0-9]+: ' "${log_file}" | sed 's/^[[:space:]]*//' | cut -c1-200); if that names what a patch left out brings, the patch that uses it needs a Requires line (see ${log_file})")
+    printf 'failed\t%s\n' "${name}: ${test_name} does not build without the patch: $(grep -m1 -E '\.go:[0-9]+:[0-9]+: ' "${log_file}" | sed 's/^[[:space:]]*//' | cut -c1-200); if that names what a patch left out brings, the patch that uses it needs a Requires line (see ${log_file})"
   elif ! grep -q -- "--- FAIL: ${test_name}" "${log_file}"; then
-    failed+=("${name}: ${test_name} did not run to a test failure without the patch (see ${log_file})")
+    printf 'failed\t%s\n' "${name}: ${test_name} did not run to a test failure without the patch (see ${log_file})"
   else
     # The failure's own message ("... want ..."), else the test's first log line.
     reason=$(grep -m1 -E '^\s+[a-z0-9_]+\.go:[0-9]+: .*want' "${log_file}" || grep -m1 -E '^\s+[a-z0-9_]+\.go:[0-9]+: ' "${log_file}" || true)
-    log "${name}: proved: $(echo "${reason}" | sed 's/^[[:space:]]*//' | cut -c1-200)"
-    proved=$((proved + 1))
+    printf 'proved\t%s\n' "${name}: proved: $(echo "${reason}" | sed 's/^[[:space:]]*//' | cut -c1-200)"
   fi
+}
+
+# start_proof NAME TEST LOG_FILE DIR COMMAND...: expect_failure in the background, PROVE_JOBS at
+# most at once; its result goes to a file numbered in start order.
+start_proof() {
+  while [ "$(jobs -rp | wc -l)" -ge "${proof_jobs}" ]; do
+    wait -n || true
+  done
+  started=$((started + 1))
+  expect_failure "$@" >"${results}/$(printf '%04d' "${started}")" &
 }
 
 for name in "${selected[@]}"; do
@@ -70,7 +84,7 @@ for name in "${selected[@]}"; do
     [ -n "${test_name:-}" ] || die "${name}: Regression-Test must be '<package dir> <TestName>', got '${regression}'"
     "$(dirname "$0")/build.sh" "${variant}" "${SUITE_COMPONENTS[@]}"
     log "${name}: ${package} ${test_name} against ${variant} must fail (output: ${log_dir}/${test_name}.log)"
-    expect_failure "${name}" "${test_name}" "${log_dir}/${test_name}.log" "${REPO_ROOT}" \
+    start_proof "${name}" "${test_name}" "${log_dir}/${test_name}.log" "${REPO_ROOT}" \
       env VARIANT_UNDER_TEST="${variant}" go test -count=1 -timeout 20m -v "./${package}" -run "^${test_name}\$"
   fi
 
@@ -82,10 +96,22 @@ for name in "${selected[@]}"; do
       read -r package test_name <<<"${unit_test}"
       [ -n "${test_name:-}" ] || die "${name}: Regression-Unit-Test must be '<Go package> <TestName>', got '${unit_test}'"
       log "${name}: ${package} ${test_name} on ${variant} plus the patch's tests must fail (output: ${log_dir}/${test_name}.log)"
-      expect_failure "${name}" "${test_name}" "${log_dir}/${test_name}.log" "${worktree}" \
+      start_proof "${name}" "${test_name}" "${log_dir}/${test_name}.log" "${worktree}" \
         upstream_go_test -count=1 -v "${package}" -run "^${test_name}\$"
     done
   fi
+done
+wait
+proved=0
+failed=()
+for result in "${results}"/*; do
+  [ -e "${result}" ] || continue
+  IFS=$'\t' read -r outcome message <"${result}" || die "a proof left no result (${result})"
+  case "${outcome}" in
+    proved) log "${message}"; proved=$((proved + 1)) ;;
+    failed) failed+=("${message}") ;;
+    *) die "a proof left no result (${result})" ;;
+  esac
 done
 if [ ${#failed[@]} -gt 0 ]; then
   printf 'prove-patches: %s\n' "${failed[@]}" >&2
