@@ -252,13 +252,19 @@ func TestVerifierWantsTheNewInstanceAndASoak(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 			defer cancel()
 			got, err := v.After(ctx)
-			switch {
-			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
-				t.Errorf("error %v, want %q", err, tc.wantErr)
-			case tc.wantOK != "" && (err != nil || !strings.Contains(got, tc.wantOK)):
-				t.Errorf("got %q, %v; want %q", got, err, tc.wantOK)
-			}
+			checkVerified(t, got, err, tc.wantOK, tc.wantErr)
 		})
+	}
+}
+
+// checkVerified holds a verification's outcome to the summary or the error the case wants.
+func checkVerified(t *testing.T, got string, err error, wantOK, wantErr string) {
+	t.Helper()
+	switch {
+	case wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)):
+		t.Errorf("error %v, want %q", err, wantErr)
+	case wantOK != "" && (err != nil || !strings.Contains(got, wantOK)):
+		t.Errorf("got %q, %v; want %q", got, err, wantOK)
 	}
 }
 
@@ -301,12 +307,7 @@ func TestAPIServerIsVerifiedByReadinessWithoutALease(t *testing.T) {
 			fake.exit(100)
 			fake.run(101, "kube-apiserver", 9000)
 			got, err := v.After(ctx)
-			switch {
-			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
-				t.Errorf("error %v, want %q", err, tc.wantErr)
-			case tc.wantOK != "" && (err != nil || !strings.Contains(got, tc.wantOK)):
-				t.Errorf("got %q, %v; want %q", got, err, tc.wantOK)
-			}
+			checkVerified(t, got, err, tc.wantOK, tc.wantErr)
 		})
 	}
 }
