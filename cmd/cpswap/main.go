@@ -69,7 +69,7 @@ Exit codes: 0 done; 1 refused, nothing changed; 2 usage error, nothing changed;
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newPlan(), newApply(), newRollback(), newHistory(), newStatus())
+	root.AddCommand(newPlan(), newApply(), newRollback(), newHistory(), newStatus(), newDiagnose())
 	return root
 }
 

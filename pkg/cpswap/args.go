@@ -224,3 +224,9 @@ func applyEdits(c *v1.Container, edits []edit) error {
 	}
 	return nil
 }
+
+// ContainerFlag returns the effective value of a flag on a container's command line (with its
+// dashes: "--kube-api-qps"), read as the component reads it, and whether it is set.
+func ContainerFlag(c *v1.Container, name string) (string, bool) {
+	return parseCommandLine(c).Value(name)
+}
