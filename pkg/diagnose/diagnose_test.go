@@ -247,7 +247,7 @@ func TestReportRendersEveryFinding(t *testing.T) {
 	r := &Report{Server: "https://10.0.0.1:6443", Window: time.Minute, QPS: 5, Requests: 9,
 		Instances: instances([]v1.Pod{staticPod("kube-controller-manager", "m1", stockKCM)}),
 		Findings: findings(inputs{window: time.Minute, instances: instances([]v1.Pod{staticPod("kube-controller-manager", "m1", stockKCM)}),
-			counts: counts{lockWrites: map[string]int{"kube-system/kube-controller-manager": 30}, leaseWrites: map[string]int{}, rewrites: map[string]int{}, rewroteMeta: map[string]int{}},
+			counts:   counts{lockWrites: map[string]int{"kube-system/kube-controller-manager": 30}, leaseWrites: map[string]int{}, rewrites: map[string]int{}, rewroteMeta: map[string]int{}},
 			services: serviceCounts{100, 100}})}
 	var text bytes.Buffer
 	if err := r.WriteText(&text); err != nil {
