@@ -134,7 +134,7 @@ test-upstream-baseline: build ## Run the upstream integration packages on stock 
 
 .PHONY: test-regression
 test-regression: build ## Regression suites: stock shows each bug, VARIANT_UNDER_TEST (default patched) does not
-	go test -count=1 -p 1 -timeout 40m -v ./test/regression/...
+	go test -count=1 -p 2 -timeout 40m -v ./test/regression/...
 
 .PHONY: prove-patches
 prove-patches: build ## Each patch's Regression-Test fails on the series without that patch

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Cuts a release into RELEASE_DIR (default _output/release/<version>/): binaries (linux amd64 and arm64), images (OCI
 # layout, OCI tar, docker-archives), kubeadm static-pod manifests naming the images by tag and
-# digest, govulncheck's scan of each binary (vulncheck/), an SPDX SBOM, RELEASE_NOTES.md from the patch headers, and SHA256SUMS of all of it. The directory
+# digest, govulncheck's scan of each binary (vulncheck/), cpswap-diagnose.yaml (the RBAC of
+# cpswap diagnose), an SPDX SBOM, RELEASE_NOTES.md from the patch headers, and SHA256SUMS of all of it. The directory
 # appears only when everything is in it. It takes the images, binaries and stock kubeadm that
 # earlier stages made (make release runs them).
 #   REGISTRY=registry.example.com/k8s build/release.sh
@@ -33,6 +34,8 @@ cp -r "${images}"/. "${partial}/images/"
 for arch in ${ARCHS}; do
   build_cpswap "${arch}" "${partial}/bin/linux-${arch}"
 done
+# What `cpswap diagnose` may read, for the operator to apply before running it.
+cp "${REPO_ROOT}/deploy/cpswap-diagnose.yaml" "${partial}/"
 # The scan of every binary the release ships, read beside the SBOM; an unexplained finding stops it.
 "${REPO_ROOT}/build/vulncheck.sh" --release "${partial}"
 

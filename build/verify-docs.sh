@@ -22,7 +22,7 @@ for doc in "${docs[@]}"; do
     case "${path}" in test/integration*) continue ;; esac
     [ -e "${path}" ] || problems+=("${doc}: names ${path}, which does not exist")
   done < <(grep -oE '`[^`]+`' "${doc}" | tr -d '`' |
-    grep -E '^(build|cmd|pkg|test|docs|hack|patches|monitoring|images|\.ci)/[A-Za-z0-9_./-]*$' | sort -u || true)
+    grep -E '^(build|cmd|deploy|pkg|test|docs|hack|patches|monitoring|images|\.ci)/[A-Za-z0-9_./-]*$' | sort -u || true)
   # shellcheck disable=SC2016
   while read -r target; do
     grep -qE "^${target}:" Makefile || problems+=("${doc}: names make ${target}, which the Makefile does not have")

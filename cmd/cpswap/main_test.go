@@ -201,6 +201,15 @@ func TestHelpAndUsage(t *testing.T) {
 		// A timeout just above the soak could never verify.
 		{[]string{"apply", "--manifest", e.manifest, "--image", image, "--timeout", "40s", "--soak", "30s", "--backup-dir", e.backups}, 2, "--timeout (40s) must be longer than --soak (30s) by 30s at least"},
 		{[]string{"rollback", "--manifest", e.manifest, "--to", "yesterday", "--backup-dir", e.backups}, 2, `--to takes only "original"`},
+		{[]string{"diagnose", "--help"}, 0, "5 exposed (the conditions for an incident are present); 6 observed"},
+		{[]string{"diagnose", "--window", "1s"}, 2, "--window 1s: must be between 10s and 30m0s"},
+		{[]string{"diagnose", "--qps", "100"}, 2, "--qps 100: must be above 0 and at most 20"},
+		{[]string{"diagnose", "--burst", "0"}, 2, "--burst 0: must be between 1 and 40"},
+		{[]string{"diagnose", "--output", "yaml"}, 2, `--output "yaml": must be text or json`},
+		{[]string{"diagnose", "--metrics", "kubelet=http://127.0.0.1:10255/metrics"}, 2, `--metrics "kubelet=http://127.0.0.1:10255/metrics": want COMPONENT=URL, COMPONENT one of kube-apiserver, kube-controller-manager, kube-scheduler`},
+		{[]string{"diagnose", "--metrics", "kube-scheduler=127.0.0.1:10251"}, 2, `is not an http(s) URL`},
+		{[]string{"diagnose", "--metrics", "kube-scheduler=http://a/metrics", "--metrics", "kube-scheduler=http://b/metrics"}, 2, "kube-scheduler given twice"},
+		{[]string{"diagnose", "--kubeconfig", filepath.Join(e.backups, "no-such-kubeconfig")}, 1, "cpswap diagnose: kubeconfig: stat"},
 	}
 	for _, tc := range tests {
 		r := runCpswap(t, tc.args...)

@@ -41,6 +41,21 @@ func (s Severity) String() string {
 // MarshalJSON writes the severity's name.
 func (s Severity) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
 
+// UnmarshalJSON reads a severity's name.
+func (s *Severity) UnmarshalJSON(data []byte) error {
+	var name string
+	if err := json.Unmarshal(data, &name); err != nil {
+		return err
+	}
+	for _, known := range []Severity{OK, Exposed, Observed} {
+		if known.String() == name {
+			*s = known
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown severity %q", name)
+}
+
 // Exit codes of `cpswap diagnose` besides cpswap's own 0 (nothing found), 1 (could not look:
 // the error says why) and 2 (usage). They are above cpswap's change codes (3, 4), which a
 // read-only command never returns.

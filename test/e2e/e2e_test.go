@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/idc-lts/kube-1.17/pkg/diagnose"
 	"github.com/idc-lts/kube-1.17/test/harness"
 	"github.com/idc-lts/kube-1.17/test/kubeadmnode"
 )
@@ -160,6 +162,58 @@ func TestKubeadmMaster(t *testing.T) {
 		return cmd.ProcessState.ExitCode(), string(out)
 	}
 
+	// cpswap diagnose, as docs/operations.md runs it before the first master and after the last.
+	diagnoseMaster := func(ctx context.Context, name string) (int, *diagnose.Report, error) {
+		var stdout, stderr bytes.Buffer
+		args := []string{"diagnose", "--kubeconfig", m.Path("etc/kubernetes/admin.conf"), "--window", "20s", "--output", "json"}
+		cmd := exec.CommandContext(ctx, cpswap, args...)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		commands++
+		_ = os.WriteFile(filepath.Join(m.LogDir, fmt.Sprintf("%02d-%s.log", commands, name)),
+			[]byte(cpswap+" "+strings.Join(args, " ")+"\n\n"+stdout.String()+stderr.String()), 0o644)
+		if cmd.ProcessState == nil {
+			return -1, nil, err
+		}
+		var r diagnose.Report
+		if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+			return cmd.ProcessState.ExitCode(), nil, fmt.Errorf("cpswap diagnose's JSON: %v\n%s%s", err, stdout.String(), stderr.String())
+		}
+		return cmd.ProcessState.ExitCode(), &r, nil
+	}
+	// checkInstances: the three components on this master, ours or not, each with the digest the kubelet runs.
+	checkInstances := func(r *diagnose.Report, ours bool) error {
+		if len(r.Instances) != len(components) {
+			return fmt.Errorf("cpswap diagnose found %d control-plane pods, want %d: %+v", len(r.Instances), len(components), r.Instances)
+		}
+		for _, in := range r.Instances {
+			if in.Ours != ours || in.Node != m.Name || !strings.Contains(in.ImageID, "sha256:") {
+				return fmt.Errorf("cpswap diagnose: %+v, want ours=%t on %s with the digest it runs", in, ours, m.Name)
+			}
+		}
+		return nil
+	}
+
+	s.run("cpswap diagnose before the swap (read-only, 20 s): the three stock components and the digests they run, the locks' Endpoints writes observed (exit 6)", 2*time.Minute, func(ctx context.Context) error {
+		code, r, err := diagnoseMaster(ctx, "diagnose-before")
+		if err != nil {
+			return err
+		}
+		if code != diagnose.ExitObserved {
+			return fmt.Errorf("cpswap diagnose exit code %d, want %d (observed)", code, diagnose.ExitObserved)
+		}
+		if err := checkInstances(r, false); err != nil {
+			return err
+		}
+		le := r.Finding(diagnose.FindingLeaderElection)
+		for _, c := range elected {
+			if rate := le.Figures[c+"_endpoints_writes_per_minute"]; le.Severity != diagnose.Observed || rate < 20 {
+				return fmt.Errorf("cpswap diagnose: %s %v with %v Endpoints writes/min by %s, want observed at about 30 (a renewal every 2 s)", le.ID, le.Severity, rate, c)
+			}
+		}
+		return nil
+	})
+
 	s.run("docs/operations.md's before block, as written: the two locks endpointsleases, cpswap status and a plan for each of the three (signatures verified), the Leases", 2*time.Minute, func(ctx context.Context) error {
 		code, out := paste(ctx, "operations-before", blocks[0])
 		if code != 0 {
@@ -222,6 +276,17 @@ func TestKubeadmMaster(t *testing.T) {
 			}
 		}
 		return nil
+	})
+
+	s.run("cpswap diagnose after the swap: the three ours, every finding ok (exit 0)", 2*time.Minute, func(ctx context.Context) error {
+		code, r, err := diagnoseMaster(ctx, "diagnose-after")
+		if err != nil {
+			return err
+		}
+		if code != 0 {
+			return fmt.Errorf("cpswap diagnose exit code %d, want 0: %+v", code, r.Findings)
+		}
+		return checkInstances(r, true)
 	})
 
 	// A planned restart of each patched component (a flag changed: the kubelet stops the pod with

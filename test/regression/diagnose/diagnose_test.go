@@ -17,8 +17,10 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
 
 	"github.com/idc-lts/kube-1.17/pkg/diagnose"
 	"github.com/idc-lts/kube-1.17/test/fixture"
@@ -197,8 +199,21 @@ func startControlPlane(t *testing.T) (*harness.ControlPlane, string) {
 	return harness.StartControlPlane(t, "--audit-policy-file="+policy, "--audit-log-path="+auditLog, "--audit-log-format=json"), auditLog
 }
 
+// request is what an audit event says of one request.
+type request struct {
+	AuditID    string `json:"auditID"`
+	Verb       string `json:"verb"`
+	UserAgent  string `json:"userAgent"`
+	RequestURI string `json:"requestURI"`
+	ObjectRef  *struct {
+		APIGroup  string `json:"apiGroup"`
+		Resource  string `json:"resource"`
+		Namespace string `json:"namespace"`
+	} `json:"objectRef"`
+}
+
 // checkReadOnly reads the apiserver's audit log for the check's requests (by its user agent):
-// reads only, as many as the report says.
+// reads only, as many as the report says, each allowed by the release's RBAC file.
 func checkReadOnly(t *testing.T, auditLog string, reported int) {
 	t.Helper()
 	f, err := os.Open(auditLog)
@@ -206,38 +221,115 @@ func checkReadOnly(t *testing.T, auditLog string, reported int) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	verbs := map[string]string{} // audit ID -> verb
+	requests := map[string]request{} // by audit ID: a watch has two events
 	scanner := bufio.NewScanner(f)
 	scanner.Buffer(make([]byte, 1<<20), 1<<24)
 	for scanner.Scan() {
-		var e struct {
-			AuditID   string `json:"auditID"`
-			Verb      string `json:"verb"`
-			UserAgent string `json:"userAgent"`
-		}
+		var e request
 		if err := json.Unmarshal(scanner.Bytes(), &e); err != nil {
 			t.Fatalf("%s: %v", auditLog, err)
 		}
 		if strings.HasPrefix(e.UserAgent, userAgent) {
-			verbs[e.AuditID] = e.Verb
+			requests[e.AuditID] = e
 		}
 	}
 	if err := scanner.Err(); err != nil {
 		t.Fatalf("%s: %v", auditLog, err)
 	}
 	byVerb := map[string]int{}
-	for _, verb := range verbs {
-		byVerb[verb]++
-	}
-	for verb, n := range byVerb {
-		if verb != "get" && verb != "list" && verb != "watch" {
-			t.Errorf("the check wrote: %d %s request(s)", n, verb)
+	for _, r := range requests {
+		byVerb[r.Verb]++
+		if r.Verb != "get" && r.Verb != "list" && r.Verb != "watch" {
+			t.Errorf("the check wrote: %s %s", r.Verb, r.RequestURI)
 		}
 	}
-	if len(verbs) != reported {
-		t.Errorf("the apiserver's audit log has %d requests of the check (%v), the report %d", len(verbs), byVerb, reported)
+	if len(requests) != reported {
+		t.Errorf("the apiserver's audit log has %d requests of the check (%v), the report %d", len(requests), byVerb, reported)
 	}
 	t.Logf("the apiserver's audit log: %v from the check, no write (it reported %d requests)", byVerb, reported)
+	checkRBAC(t, requests)
+}
+
+// rbacFile is the release's RBAC for the check.
+const rbacFile = "deploy/cpswap-diagnose.yaml"
+
+// grant is one verb on one resource (or non-resource URL) a rule of rbacFile gives.
+type grant struct{ namespace, group, resource, url, verb string }
+
+// checkRBAC: every request the check made is allowed by rbacFile, and every grant in it was
+// used: the file is what the check needs, no more.
+func checkRBAC(t *testing.T, requests map[string]request) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(harness.RepoRoot(t), rbacFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	grants := map[grant]bool{}
+	for _, doc := range strings.Split(string(raw), "\n---\n") {
+		var kind struct {
+			Kind string `json:"kind"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &kind); err != nil {
+			t.Fatalf("%s: %v", rbacFile, err)
+		}
+		var rules []rbacv1.PolicyRule
+		namespace := ""
+		switch kind.Kind {
+		case "ClusterRole":
+			var r rbacv1.ClusterRole
+			if err := yaml.UnmarshalStrict([]byte(doc), &r); err != nil {
+				t.Fatalf("%s: %v", rbacFile, err)
+			}
+			rules = r.Rules
+		case "Role":
+			var r rbacv1.Role
+			if err := yaml.UnmarshalStrict([]byte(doc), &r); err != nil {
+				t.Fatalf("%s: %v", rbacFile, err)
+			}
+			rules, namespace = r.Rules, r.Namespace
+		}
+		for _, rule := range rules {
+			for _, verb := range rule.Verbs {
+				for _, url := range rule.NonResourceURLs {
+					grants[grant{url: url, verb: verb}] = false
+				}
+				for _, group := range rule.APIGroups {
+					for _, resource := range rule.Resources {
+						grants[grant{namespace: namespace, group: group, resource: resource, verb: verb}] = false
+					}
+				}
+			}
+		}
+	}
+	for _, r := range requests {
+		// A ClusterRole's grant (namespace "") allows a request in any namespace; a Role's,
+		// in its own.
+		var candidates []grant
+		if r.ObjectRef == nil {
+			candidates = []grant{{url: strings.SplitN(r.RequestURI, "?", 2)[0], verb: r.Verb}}
+		} else {
+			g := grant{group: r.ObjectRef.APIGroup, resource: r.ObjectRef.Resource, verb: r.Verb}
+			candidates = append(candidates, g)
+			if r.ObjectRef.Namespace != "" {
+				g.namespace = r.ObjectRef.Namespace
+				candidates = append(candidates, g)
+			}
+		}
+		allowed := false
+		for _, g := range candidates {
+			if _, ok := grants[g]; ok {
+				grants[g], allowed = true, true
+			}
+		}
+		if !allowed {
+			t.Errorf("%s does not allow the check's %s %s", rbacFile, r.Verb, r.RequestURI)
+		}
+	}
+	for g, used := range grants {
+		if !used {
+			t.Errorf("%s grants %+v, which the check never used", rbacFile, g)
+		}
+	}
 }
 
 func evidenceSays(f *diagnose.Finding, s string) bool {

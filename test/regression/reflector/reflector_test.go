@@ -1,6 +1,7 @@
 package reflector
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"sort"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/idc-lts/kube-1.17/pkg/diagnose"
 	"github.com/idc-lts/kube-1.17/test/harness"
 )
 
@@ -197,20 +199,70 @@ func (r *run) relistPath(t *testing.T) []string {
 	return deletions.ofLiveServices(t, r.client)
 }
 
+// firstWrite closes its channel at the first write: cpswap diagnose's window has started.
+type firstWrite struct {
+	once    sync.Once
+	started chan struct{}
+}
+
+func (w *firstWrite) Write(p []byte) (int, error) {
+	w.once.Do(func() { close(w.started) })
+	return len(p), nil
+}
+
+// diagnoseBeside runs cpswap diagnose's observation (pkg/diagnose) while both paths run; the
+// returned function ends its window and checks that it counted the Endpoints of live Services
+// deleted as the suite did.
+func diagnoseBeside(t *testing.T, cp *harness.ControlPlane) func(suiteCounted int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	progress := &firstWrite{started: make(chan struct{})}
+	done := make(chan struct{})
+	var report *diagnose.Report
+	var err error
+	go func() {
+		defer close(done)
+		report, err = diagnose.Run(ctx, cp.Config, diagnose.Options{Window: 10 * time.Minute, QPS: diagnose.DefaultQPS, Burst: diagnose.DefaultBurst, Progress: progress})
+	}()
+	select {
+	case <-progress.started:
+	case <-done:
+		t.Fatalf("cpswap diagnose: %v", err)
+	}
+	return func(suiteCounted int) {
+		cancel()
+		<-done
+		if err != nil {
+			t.Fatalf("cpswap diagnose: %v", err)
+		}
+		f := report.Finding(diagnose.FindingBackInTime)
+		t.Logf("cpswap diagnose beside the paths: %s: %s %q", f.Severity, f.Seen, f.Evidence)
+		if got := int(f.Figures["live_endpoints_deleted"]); got != suiteCounted {
+			t.Errorf("cpswap diagnose counted %d Endpoints of live Services deleted, the suite %d", got, suiteCounted)
+		}
+		if want := map[bool]diagnose.Severity{true: diagnose.Observed, false: diagnose.OK}[suiteCounted > 0]; f.Severity != want {
+			t.Errorf("cpswap diagnose's %s: %v, want %v", f.ID, f.Severity, want)
+		}
+	}
+}
+
 // TestStockGoesBackInTime reproduces both failures on the stock build.
 func TestStockGoesBackInTime(t *testing.T) {
 	r := start(t, "stock")
-	if live := r.watchPath(t); len(live) == 0 {
+	diagnosed := diagnoseBeside(t, r.cp)
+	watchLive := r.watchPath(t)
+	if len(watchLive) == 0 {
 		t.Error("watch path: bug not reproduced: no Endpoints of a live Service deleted")
 	} else {
-		sort.Strings(live)
-		t.Logf("stock, watch path: Endpoints of live Services deleted: %v", live)
+		sort.Strings(watchLive)
+		t.Logf("stock, watch path: Endpoints of live Services deleted: %v", watchLive)
 	}
-	if live := r.relistPath(t); len(live) == 0 {
+	relistLive := r.relistPath(t)
+	if len(relistLive) == 0 {
 		t.Error("relist path: bug not reproduced: no Endpoints of a live Service deleted")
 	} else {
-		t.Logf("stock, relist path: Endpoints of live Services deleted: %v", live)
+		t.Logf("stock, relist path: Endpoints of live Services deleted: %v", relistLive)
 	}
+	diagnosed(len(watchLive) + len(relistLive))
 }
 
 // TestPatchedNeverGoesBackInTime checks the fix: on neither path are a live Service's Endpoints
@@ -218,13 +270,17 @@ func TestStockGoesBackInTime(t *testing.T) {
 func TestPatchedNeverGoesBackInTime(t *testing.T) {
 	variant := harness.VariantUnderTest()
 	r := start(t, variant)
-	if live := r.watchPath(t); len(live) != 0 {
-		t.Errorf("%s, watch path: Endpoints of live Services deleted: %v, want none", variant, live)
+	diagnosed := diagnoseBeside(t, r.cp)
+	watchLive := r.watchPath(t)
+	if len(watchLive) != 0 {
+		t.Errorf("%s, watch path: Endpoints of live Services deleted: %v, want none", variant, watchLive)
 	}
-	if live := r.relistPath(t); len(live) != 0 {
-		t.Errorf("%s, relist path: Endpoints of live Services deleted: %v, want none", variant, live)
+	relistLive := r.relistPath(t)
+	if len(relistLive) != 0 {
+		t.Errorf("%s, relist path: Endpoints of live Services deleted: %v, want none", variant, relistLive)
 	}
 	checkAllEndpoints(t, r.client)
+	diagnosed(len(watchLive) + len(relistLive))
 	if n := r.kcm.CountLogLines("not resuming from it"); n == 0 {
 		t.Errorf("%s: no V(2) log of the ignored resourceVersion", variant)
 	}
