@@ -51,7 +51,7 @@ fork, what it saw, the evidence, what it means and what fixes it:
 It reads the control plane's static (mirror) pods in kube-system, watches Endpoints, Services and
 kube-system Leases for --window, and scrapes the /metrics URLs given with --metrics. Every
 request is a GET (anything else is refused before it leaves), at most --qps per second. The
-release's cpswap-diagnose-rbac.yaml grants exactly what it reads.
+release's cpswap-diagnose.yaml grants exactly what it reads.
 
 Run it before the swap (docs/operations.md) and after it.
 

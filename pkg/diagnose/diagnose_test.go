@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,10 +42,14 @@ func TestInstancesReadTheStaticPods(t *testing.T) {
 	got := instances([]v1.Pod{
 		staticPod("kube-scheduler", "m1", ourSched),
 		staticPod("kube-controller-manager", "m2", stockKCM, "--kube-api-qps", "100", "--leader-elect-resource-lock=leases", "--kube-api-qps=50"),
+		staticPod("etcd", "m1", "k8s.gcr.io/etcd:3.4.3-0"),
 		{ObjectMeta: metav1.ObjectMeta{Name: "unlabelled"}},
 	})
 	if len(got) != 2 {
-		t.Fatalf("instances: %d, want 2 (the unlabelled pod skipped): %+v", len(got), got)
+		t.Fatalf("instances: %d, want 2 (etcd and the unlabelled pod skipped): %+v", len(got), got)
+	}
+	if v := instances([]v1.Pod{staticPod("kube-scheduler", "m1", "r/kube-scheduler:v1.17.3-idc.1-without-0005")}); !v[0].Ours {
+		t.Errorf("a build without a patch (the tests' variants) reads as upstream's: %+v", v[0])
 	}
 	kcm, sched := got[0], got[1]
 	if kcm.Component != "kube-controller-manager" || kcm.Ours || kcm.Version != "v1.17.3" || kcm.Node != "m2" {
@@ -78,8 +83,8 @@ func TestFindings(t *testing.T) {
 	}
 	live := []deletion{{key: "a/svc-3", at: time.Unix(0, 0), serviceUID: "u", back: 3 * time.Second}}
 	metricsURL := map[string]string{"kube-controller-manager": "http://127.0.0.1:10252/metrics"}
-	waited := map[string]scrape{"kube-controller-manager": {rateLimiter: &histogram{count: 10, sum: 2}}}
-	before := map[string]scrape{"kube-controller-manager": {rateLimiter: &histogram{count: 4, sum: 0.5}}}
+	waited := map[string]scrape{"kube-controller-manager": {rateLimiter: &histogram{count: 10, sum: 2, upToOneSecond: 9}}}
+	before := map[string]scrape{"kube-controller-manager": {rateLimiter: &histogram{count: 4, sum: 0.5, upToOneSecond: 4}}}
 	stockMetrics := map[string]scrape{"kube-controller-manager": {}}
 
 	for _, tc := range []struct {
@@ -105,7 +110,7 @@ func TestFindings(t *testing.T) {
 		figures: map[string]map[string]float64{
 			FindingLeaderElection: {"kube-controller-manager_endpoints_writes_per_minute": 30, "kube-scheduler_endpoints_writes_per_minute": 29, "other_endpoints_lock_writes_per_minute": 15},
 			FindingResyncRewrites: {"metadata_only_rewrites": 2, "metadata_only_rewrites_per_minute": 1},
-			FindingThrottling:     {"rate_limiter_wait_seconds": 1.5, "rate_limited_requests": 6},
+			FindingThrottling:     {"rate_limiter_wait_seconds": 1.5, "rate_limited_requests": 6, "requests_waiting_over_1s": 1},
 			FindingBackInTime:     {"live_endpoints_deleted": 1, "apiservers": 3},
 		},
 		seen: map[string]string{FindingBackInTime: "1 Endpoints of live Services deleted"},
@@ -124,6 +129,26 @@ func TestFindings(t *testing.T) {
 			FindingThrottling:     {"resync_pass_seconds": 0, "rate_limiter_wait_seconds": 0},
 			FindingComponents:     {"ours": 3, "instances": 3},
 		},
+	}, {
+		name: "no static pods (not kubeadm): upstream assumed, exposed",
+		in:   inputs{window: time.Minute, counts: quiet, services: serviceCounts{1000, 1000}, apiservers: 3},
+		want: map[string]Severity{FindingLeaderElection: Exposed, FindingResyncRewrites: Exposed, FindingThrottling: Exposed, FindingBackInTime: Exposed},
+		seen: map[string]string{FindingComponents: "the findings assume upstream's"},
+	}, {
+		name: "stock with --kube-api-qps=0 --kube-api-burst=0 (client-go's 5/10) and its counters restarted during the window",
+		in: inputs{window: time.Minute, counts: quiet, services: serviceCounts{200, 200}, apiservers: 1,
+			instances:   instances([]v1.Pod{staticPod("kube-controller-manager", "m1", stockKCM, "--kube-api-qps=0", "--kube-api-burst=0")}),
+			metricsURLs: metricsURL, metricsBefore: waited, metricsAfter: before},
+		want:    map[string]Severity{FindingThrottling: Exposed},
+		figures: map[string]map[string]float64{FindingThrottling: {"resync_pass_seconds": 38}}, // (200-10)/5
+		seen:    map[string]string{},
+	}, {
+		name: "ours, many short waits summing over a second: none over 1 s, ok",
+		in: inputs{window: time.Minute, instances: ours, counts: quiet, metricsURLs: metricsURL,
+			metricsBefore: map[string]scrape{"kube-controller-manager": {rateLimiter: &histogram{}}},
+			metricsAfter:  map[string]scrape{"kube-controller-manager": {rateLimiter: &histogram{count: 200, sum: 2, upToOneSecond: 200}}}},
+		want:    map[string]Severity{FindingThrottling: OK},
+		figures: map[string]map[string]float64{FindingThrottling: {"requests_waiting_over_1s": 0, "rate_limiter_wait_seconds": 2}},
 	}, {
 		name: "ours with the endpoints lock set by hand: exposed",
 		in: inputs{window: time.Minute, instances: instances([]v1.Pod{
@@ -164,11 +189,19 @@ func TestFindings(t *testing.T) {
 }
 
 func TestObserverClassifiesEndpointsUpdates(t *testing.T) {
-	o := newObserver(time.Now)
+	clock := time.Unix(0, 0)
+	o := newObserver(func() time.Time { clock = clock.Add(time.Second); return clock })
 	svcs := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	o.services = svcs
-	if err := svcs.Add(&v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "live", UID: "u1"}}); err != nil {
-		t.Fatal(err)
+	selector := map[string]string{"app": "live"}
+	for _, svc := range []*v1.Service{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "live", UID: "u1"}, Spec: v1.ServiceSpec{Selector: selector}},
+		// An application's own Endpoints: no selector, not the endpoint controller's.
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "own", UID: "u3"}},
+	} {
+		if err := svcs.Add(svc); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ep := func(ns, name, rv string, ip string, annotations map[string]string) *v1.Endpoints {
 		e := &v1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: rv, Annotations: annotations}}
@@ -188,20 +221,23 @@ func TestObserverClassifiesEndpointsUpdates(t *testing.T) {
 	o.endpointsUpdated(ep("a", "live", "2", "10.0.0.1", trigger), ep("a", "live", "3", "10.0.0.1", nil))     // rewrite
 	o.endpointsUpdated(ep("a", "live", "3", "10.0.0.1", nil), ep("a", "live", "4", "10.0.0.2", nil))         // change
 	o.endpointsUpdated(ep("kube-system", "kube-scheduler", "5", "", lock), ep("kube-system", "kube-scheduler", "6", "", lock))
+	o.endpointsUpdated(ep("a", "own", "10", "10.0.0.9", nil), ep("a", "own", "11", "10.0.0.9", map[string]string{"patroni": "x"})) // not a resync's
+	o.endpointsUpdated(ep("a", "live", "4", "10.0.0.2", nil), ep("a", "live", "12", "10.0.0.2", map[string]string{"helm": "v2"}))  // nor this
+	o.endpointsDeleted(ep("a", "own", "13", "10.0.0.9", nil))                                                                      // selectorless: not a trace
 	o.endpointsDeleted(cache.DeletedFinalStateUnknown{Key: "a/live", Obj: ep("a", "live", "4", "10.0.0.2", nil)})
 	o.endpointsDeleted(ep("a", "gone", "7", "10.0.0.3", nil)) // no Service of that name
 	o.endpointsAdded(ep("a", "live", "8", "10.0.0.2", nil))
 	o.setWatching(false)
 
 	c := o.counts()
-	if c.rewrites["a/live"] != 1 || c.changes != 1 || c.lockWrites["kube-system/kube-scheduler"] != 1 {
+	if c.rewrites["a/live"] != 1 || c.changes != 1 || c.lockWrites["kube-system/kube-scheduler"] != 1 || c.otherMetadata != 2 {
 		t.Errorf("counts: %+v", c)
 	}
 	if c.rewroteMeta["annotation endpoints.kubernetes.io/last-change-trigger-time removed"] != 1 {
 		t.Errorf("what the rewrite changed: %v", c.rewroteMeta)
 	}
 	live := o.liveDeletions()
-	if len(live) != 1 || live[0].key != "a/live" || live[0].back < 0 {
+	if len(live) != 1 || live[0].key != "a/live" || live[0].back <= 0 {
 		t.Errorf("live deletions: %+v, want a/live once", live)
 	}
 	// The Service deleted and re-created under its name: not the same Service, not a trace.
@@ -216,9 +252,12 @@ func TestObserverClassifiesEndpointsUpdates(t *testing.T) {
 // TestRunWritesNothing: every request Run makes is a GET, counted in the report, and a write
 // through its client is refused before it leaves the process.
 func TestRunWritesNothing(t *testing.T) {
+	var mu sync.Mutex
 	var methods []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
 		methods = append(methods, r.Method)
+		mu.Unlock()
 		http.Error(w, "not here", http.StatusForbidden)
 	}))
 	defer srv.Close()
@@ -233,9 +272,11 @@ func TestRunWritesNothing(t *testing.T) {
 		t.Errorf("a create through the check's client: %v, want it refused", err)
 	}
 	_, _ = client.CoreV1().ConfigMaps("default").Get("x", metav1.GetOptions{})
+	mu.Lock()
 	if len(methods) != 1 || methods[0] != http.MethodGet || counter.total() != 1 {
 		t.Errorf("requests that reached the server: %v (counted %d), want one GET", methods, counter.total())
 	}
+	mu.Unlock()
 
 	_, err = Run(t.Context(), &rest.Config{Host: srv.URL}, Options{Window: time.Second, QPS: 5, Burst: 5})
 	if err == nil || !strings.Contains(err.Error(), "list the control plane's static pods in kube-system") {

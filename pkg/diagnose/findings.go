@@ -10,6 +10,7 @@ import (
 
 // inputs is everything the findings are computed from: what Run read and counted.
 type inputs struct {
+	leases        map[string]lease // the electors' Leases in kube-system, by name
 	window        time.Duration
 	instances     []Instance
 	serverVersion string
@@ -26,10 +27,9 @@ type inputs struct {
 // Defaults of the 1.17 components for the flags the findings read (this fork's differ where
 // named).
 const (
-	stockLock          = "endpointsleases"
-	ourLock            = "leases"
-	defaultMinResync   = 12 * time.Hour
-	defaultRetryPeriod = 2 * time.Second
+	stockLock        = "endpointsleases"
+	ourLock          = "leases"
+	defaultMinResync = 12 * time.Hour
 )
 
 var defaultQPS = map[string]struct {
@@ -76,6 +76,10 @@ func lockOf(in Instance) (lock string, defaulted bool) {
 	}
 	if v, set := in.Flags["--leader-elect-resource-lock"]; set {
 		return v, false
+	}
+	if _, set := in.Flags["--config"]; set {
+		// kube-scheduler's configuration file holds its leader election: not readable here.
+		return "unknown (set in its --config file, which the API does not show)", false
 	}
 	if in.Ours {
 		return ourLock, true
@@ -129,7 +133,10 @@ func leaderElection(in inputs) Finding {
 			lockText = append(lockText, fmt.Sprintf("%s on %s", label, strings.Join(locks[label], ", ")))
 		}
 		if len(ins) == 0 {
-			lockText = []string{"no static pod found"}
+			lockText = []string{"no static pod found, upstream's default (endpointsleases) assumed"}
+			if f.Severity < Exposed {
+				f.Severity = Exposed
+			}
 		}
 		seen = append(seen, fmt.Sprintf("%s: %.1f writes/min to kube-system/%s Endpoints", component, rate, component))
 		f.Evidence = append(f.Evidence, fmt.Sprintf("%s lock: %s; in %v: %d Endpoints writes, %d Lease writes",
@@ -170,6 +177,9 @@ func resyncRewrites(in inputs) Finding {
 			stock++
 		}
 	}
+	if len(kcms) == 0 {
+		stock = 1 // unknown: upstream's assumed
+	}
 	rewrites := 0
 	for _, n := range in.counts.rewrites {
 		rewrites += n
@@ -179,6 +189,7 @@ func resyncRewrites(in inputs) Finding {
 	f.Figures["metadata_only_rewrites"] = float64(rewrites)
 	f.Figures["metadata_only_rewrites_per_minute"] = round1(perMinute(rewrites, in.window))
 	f.Figures["endpoints_changes"] = float64(in.counts.changes)
+	f.Figures["other_metadata_only_updates"] = float64(in.counts.otherMetadata)
 	perResync := 0
 	if stock > 0 {
 		perResync = in.services.headless
@@ -194,8 +205,12 @@ func resyncRewrites(in inputs) Finding {
 	f.Seen = fmt.Sprintf("%d Endpoints rewrites that changed no address in %v (%.1f/min), %d address changes; %d headless Services of %d",
 		rewrites, in.window, perMinute(rewrites, in.window), in.counts.changes, in.services.headless, in.services.total)
 	if len(kcms) == 0 {
-		f.Evidence = append(f.Evidence, "no kube-controller-manager static pod found: its version and flags are unknown")
+		f.Evidence = append(f.Evidence, "no kube-controller-manager static pod found: its version and flags are unknown, upstream's assumed")
 	}
+	if in.counts.otherMetadata > 0 {
+		f.Evidence = append(f.Evidence, fmt.Sprintf("%d other updates changed only metadata the endpoint controller does not touch on a resync (labels copied from a Service, applications' own Endpoints): not counted", in.counts.otherMetadata))
+	}
+	holder := in.leases["kube-controller-manager"]
 	for _, inst := range kcms {
 		minResync, defaulted := defaultMinResync, true
 		if v, set := inst.Flags["--min-resync-period"]; set {
@@ -211,14 +226,19 @@ func resyncRewrites(in inputs) Finding {
 		if defaulted {
 			line += " (default)"
 		}
-		line += fmt.Sprintf(": resyncs every %v to %v, the period drawn when it starts", minResync, 2*minResync)
-		if !inst.Started.IsZero() {
-			first := inst.Started.Add(minResync)
+		line += fmt.Sprintf(": the leader resyncs every %v to %v (the period drawn when it starts leading)", minResync, 2*minResync)
+		switch {
+		case !leads(holder, inst):
+			line += "; not the leader now: it resyncs nothing"
+		case holder.acquired.IsZero():
+			line += fmt.Sprintf("; the leader: the next resync within %v", 2*minResync)
+		default:
+			first := holder.acquired.Add(minResync)
 			if in.now.Before(first) {
-				line += fmt.Sprintf("; started %s, first resync between %s and %s",
-					inst.Started.UTC().Format(time.RFC3339), first.UTC().Format(time.RFC3339), inst.Started.Add(2*minResync).UTC().Format(time.RFC3339))
+				line += fmt.Sprintf("; the leader since %s: its first resync between %s and %s",
+					holder.acquired.UTC().Format(time.RFC3339), first.UTC().Format(time.RFC3339), holder.acquired.Add(2*minResync).UTC().Format(time.RFC3339))
 			} else {
-				line += fmt.Sprintf("; started %s, the next resync within %v", inst.Started.UTC().Format(time.RFC3339), 2*minResync)
+				line += fmt.Sprintf("; the leader since %s: the next resync within %v", holder.acquired.UTC().Format(time.RFC3339), 2*minResync)
 			}
 		}
 		f.Evidence = append(f.Evidence, line)
@@ -232,7 +252,14 @@ func resyncRewrites(in inputs) Finding {
 	return f
 }
 
-// clientRate is an instance's --kube-api-qps and --kube-api-burst, defaults filled in.
+// leads says whether a Lease's holder is the instance: client-go's identity is the host's name
+// and a UUID, and kubeadm names a master's Node after its host.
+func leads(l lease, inst Instance) bool {
+	return l.holder != "" && strings.HasPrefix(l.holder, inst.Node+"_")
+}
+
+// clientRate is an instance's --kube-api-qps and --kube-api-burst, defaults filled in; qps 0 or
+// burst 0 are client-go's own defaults (5 and 10), a negative qps no limit at all (qps -1).
 func clientRate(inst Instance) (qps float64, burst int) {
 	d := defaultQPS[inst.Component]
 	qps, burst = d.qps, d.burst
@@ -245,6 +272,15 @@ func clientRate(inst Instance) (qps float64, burst int) {
 		if b, err := strconv.Atoi(v); err == nil {
 			burst = b
 		}
+	}
+	switch {
+	case qps == 0:
+		qps = 5
+	case qps < 0:
+		qps = -1
+	}
+	if burst == 0 {
+		burst = 10
 	}
 	return qps, burst
 }
@@ -263,6 +299,9 @@ func throttling(in inputs) Finding {
 			"kcm-client-rate`) when the metric shows waits.",
 	}
 	kcms := componentsOf(in.instances, "kube-controller-manager")
+	if len(kcms) == 0 {
+		kcms = []Instance{{Component: "kube-controller-manager", Node: "(no static pod found: upstream assumed)"}}
+	}
 	worstPass := 0.0
 	for _, inst := range kcms {
 		qps, burst := clientRate(inst)
@@ -277,14 +316,18 @@ func throttling(in inputs) Finding {
 		if pass > worstPass {
 			worstPass = pass
 		}
-		f.Evidence = append(f.Evidence, fmt.Sprintf("kube-controller-manager on %s: --kube-api-qps %g --kube-api-burst %d; a resync writes %d Endpoints: %.0f s of waiting at that rate",
-			inst.Node, qps, burst, writes, pass))
+		rate := fmt.Sprintf("--kube-api-qps %g --kube-api-burst %d", qps, burst)
+		if qps < 0 {
+			rate = "no client rate limit (--kube-api-qps below 0)"
+		}
+		f.Evidence = append(f.Evidence, fmt.Sprintf("kube-controller-manager on %s: %s; a resync writes %d Endpoints: the last of them waits %.0f s at that rate",
+			inst.Node, rate, writes, pass))
 	}
 	f.Figures["resync_pass_seconds"] = round1(worstPass)
 	if worstPass >= slowPass.Seconds() {
 		f.Severity = Exposed
 	}
-	f.Seen = fmt.Sprintf("a resync's writes wait %.0f s on the client's rate limit", worstPass)
+	f.Seen = fmt.Sprintf("a resync's last write waits %.0f s on the client's rate limit", worstPass)
 
 	url, asked := in.metricsURLs["kube-controller-manager"]
 	if !asked {
@@ -292,31 +335,31 @@ func throttling(in inputs) Finding {
 		return f
 	}
 	before, after := in.metricsBefore["kube-controller-manager"], in.metricsAfter["kube-controller-manager"]
+	since := "the window"
+	b := before.rateLimiter
 	switch {
-	case before.err != nil || after.err != nil:
-		err := before.err
-		if err == nil {
-			err = after.err
-		}
-		f.Evidence = append(f.Evidence, fmt.Sprintf("the wait itself: %s could not be read: %v", url, err))
+	case after.err != nil:
+		f.Evidence = append(f.Evidence, fmt.Sprintf("the wait itself: %s could not be read: %v", url, after.err))
+		return f
 	case after.rateLimiter == nil:
 		f.Evidence = append(f.Evidence, fmt.Sprintf("the wait itself: %s has no %s (upstream 1.17 does not export it)", url, rateLimiterMetric))
-	default:
-		b := before.rateLimiter
-		if b == nil {
-			b = &histogram{}
-		}
-		requests := after.rateLimiter.count - b.count
-		waited := after.rateLimiter.sum - b.sum
-		f.Figures["rate_limiter_wait_seconds"] = round1(waited)
-		f.Figures["rate_limited_requests"] = float64(requests)
-		f.Evidence = append(f.Evidence, fmt.Sprintf("the wait itself (%s): %d requests waited %.1f s in all during the window", rateLimiterMetric, requests, waited))
-		if waited >= 1 {
-			f.Severity = Observed
-			f.Seen += fmt.Sprintf("; measured: %.1f s of waiting in %v", waited, in.window)
-		} else {
-			f.Seen += fmt.Sprintf("; measured: %.1f s of waiting", waited)
-		}
+		return f
+	case before.err != nil, b == nil, after.rateLimiter.count < b.count:
+		// Not running at the start, or restarted since (its counters began again).
+		since, b = "its start, inside the window", &histogram{}
+	}
+	a := after.rateLimiter
+	requests := a.count - b.count
+	waited := a.sum - b.sum
+	long := (a.count - a.upToOneSecond) - (b.count - b.upToOneSecond)
+	f.Figures["rate_limiter_wait_seconds"] = round1(waited)
+	f.Figures["rate_limited_requests"] = float64(requests)
+	f.Figures["requests_waiting_over_1s"] = float64(long)
+	f.Evidence = append(f.Evidence, fmt.Sprintf("the wait itself (%s, from %s, since %s): %d requests passed the rate limiter, their waits summing to %.1f s; %d waited over 1 s (a standby's client is idle: give the leader's URL)",
+		rateLimiterMetric, url, since, requests, waited, long))
+	f.Seen += fmt.Sprintf("; measured: %d requests waited over 1 s", long)
+	if long > 0 {
+		f.Severity = Observed
 	}
 	return f
 }
@@ -334,34 +377,45 @@ func backInTime(in inputs) Finding {
 			"relists); 0041 restarts a component whose lock comes back older after an etcd restore.",
 	}
 	live := in.liveDeletions
-	f.Figures["apiservers"] = float64(in.apiservers)
 	f.Figures["live_endpoints_deleted"] = float64(len(live))
 	stock := 0
 	for _, c := range electors {
-		for _, inst := range componentsOf(in.instances, c) {
+		ins := componentsOf(in.instances, c)
+		if len(ins) == 0 {
+			stock++ // unknown: upstream's assumed
+		}
+		for _, inst := range ins {
 			if !inst.Ours {
 				stock++
 			}
 		}
 	}
-	watchCache := "on"
-	for _, inst := range componentsOf(in.instances, "kube-apiserver") {
-		if v, set := inst.Flags["--watch-cache"]; set {
-			if on, err := strconv.ParseBool(v); err == nil && !on {
-				watchCache = "off"
+	// default/kubernetes lists the apiservers that reconcile it; the mirror pods count those of
+	// kubeadm's masters (the larger is the floor).
+	apiservers := in.apiservers
+	mirrored := componentsOf(in.instances, "kube-apiserver")
+	if len(mirrored) > apiservers {
+		apiservers = len(mirrored)
+	}
+	f.Figures["apiservers"] = float64(apiservers)
+	for _, inst := range mirrored {
+		cacheFlags := []string{}
+		for _, name := range []string{"--watch-cache", "--watch-cache-sizes", "--default-watch-cache-size"} {
+			if v, set := inst.Flags[name]; set {
+				cacheFlags = append(cacheFlags, name+"="+v)
 			}
 		}
+		if len(cacheFlags) == 0 {
+			cacheFlags = []string{"defaults (on, 100 events per resource)"}
+		}
+		f.Evidence = append(f.Evidence, fmt.Sprintf("kube-apiserver on %s: watch cache %s", inst.Node, strings.Join(cacheFlags, " ")))
 	}
-	apiservers := fmt.Sprintf("%d apiserver(s) in default/kubernetes", in.apiservers)
-	if in.apiservers == 0 {
-		apiservers = "default/kubernetes lists no apiserver (its reconciler is off: how many serve is unknown)"
-	}
-	f.Evidence = append(f.Evidence, fmt.Sprintf("%s; watch cache %s; %d kube-controller-manager/kube-scheduler instance(s) without the fix",
-		apiservers, watchCache, stock))
+	f.Evidence = append(f.Evidence, fmt.Sprintf("%d apiserver(s) (default/kubernetes lists %d, %d kube-apiserver static pods); %d kube-controller-manager/kube-scheduler instance(s) without the fix",
+		apiservers, in.apiservers, len(mirrored), stock))
 	switch {
 	case len(live) > 0:
 		f.Severity = Observed
-	case stock > 0 && in.apiservers > 1:
+	case stock > 0 && apiservers > 1:
 		f.Severity = Exposed
 	}
 	for i, d := range live {
@@ -375,7 +429,7 @@ func backInTime(in inputs) Finding {
 		}
 		f.Evidence = append(f.Evidence, fmt.Sprintf("Endpoints %s deleted at %s while its Service lived; %s", d.key, d.at.UTC().Format(time.RFC3339), back))
 	}
-	f.Seen = fmt.Sprintf("%d Endpoints of live Services deleted in %v; %d apiserver(s)", len(live), in.window, in.apiservers)
+	f.Seen = fmt.Sprintf("%d Endpoints of live Services deleted in %v; %d apiserver(s)", len(live), in.window, apiservers)
 	return f
 }
 
@@ -397,7 +451,7 @@ func components(in inputs) Finding {
 	f.Figures["ours"] = float64(ours)
 	f.Seen = fmt.Sprintf("%d control-plane pods, %d of them ours; the apiserver answering says %s", len(in.instances), ours, in.serverVersion)
 	if len(in.instances) == 0 {
-		f.Seen = "no static pods labelled tier=control-plane in kube-system (not a kubeadm control plane?): versions and flags are unknown, upstream defaults assumed"
+		f.Seen = "no kube-apiserver, kube-controller-manager or kube-scheduler static pod in kube-system (not a kubeadm control plane?): versions and flags unknown, the findings assume upstream's"
 	}
 	for _, c := range append([]string{"kube-apiserver"}, electors...) {
 		if ins := componentsOf(in.instances, c); len(ins) > 0 {

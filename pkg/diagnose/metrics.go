@@ -18,6 +18,8 @@ const rateLimiterMetric = "rest_client_rate_limiter_duration_seconds"
 type histogram struct {
 	count uint64
 	sum   float64
+	// upToOneSecond: the observations of at most 1 s (the cumulative bucket le=1).
+	upToOneSecond uint64
 }
 
 // scrape is one read of a component's /metrics.
@@ -68,6 +70,11 @@ func histogramOf(f *dto.MetricFamily) *histogram {
 		if m.Histogram != nil {
 			h.count += m.Histogram.GetSampleCount()
 			h.sum += m.Histogram.GetSampleSum()
+			for _, b := range m.Histogram.Bucket {
+				if b.GetUpperBound() == 1 {
+					h.upToOneSecond += b.GetCumulativeCount()
+				}
+			}
 		}
 	}
 	return h

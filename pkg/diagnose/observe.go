@@ -42,10 +42,11 @@ type observer struct {
 	// rewroteMeta: which metadata they changed ("label service.kubernetes.io/headless", ...).
 	rewrites    map[string]int
 	rewroteMeta map[string]int
-	// changes: Endpoints updates that changed addresses.
-	changes   int
-	deletions []*deletion
-	services  cache.Store
+	// changes: Endpoints updates that changed addresses; otherMetadata: updates that changed
+	// only metadata the endpoint controller does not write on a resync.
+	changes, otherMetadata int
+	deletions              []*deletion
+	services               cache.Store
 }
 
 func newObserver(now func() time.Time) *observer {
@@ -86,10 +87,35 @@ func (o *observer) endpointsUpdated(oldObj, newObj interface{}) {
 		o.changes++
 		return
 	}
+	changed := metadataChanges(old, cur)
+	if svc := o.service(k); svc == nil || len(svc.Spec.Selector) == 0 || !byTheEndpointController(changed) {
+		// Someone else's edit (a label copied from its Service, an application's own
+		// selectorless Endpoints): not a resync's.
+		o.otherMetadata++
+		return
+	}
 	o.rewrites[k]++
-	for _, what := range metadataChanges(old, cur) {
+	for _, what := range changed {
 		o.rewroteMeta[what]++
 	}
+}
+
+// resyncChanges are what upstream 1.17's endpoint controller changes when it rewrites unchanged
+// Endpoints: it drops the trigger time of the last change, and the headless label it adds
+// itself is compared with the Service's labels (#94112).
+var resyncChanges = map[string]bool{
+	"annotation " + v1.EndpointsLastChangeTriggerTime + " removed": true,
+	"label " + v1.IsHeadlessService + " added":                     true,
+	"nothing but the resourceVersion":                              true,
+}
+
+func byTheEndpointController(changed []string) bool {
+	for _, what := range changed {
+		if !resyncChanges[what] {
+			return false
+		}
+	}
+	return true
 }
 
 // metadataChanges names the labels and annotations an update added, removed or changed.
@@ -147,7 +173,8 @@ func (o *observer) endpointsDeleted(obj interface{}) {
 		return
 	}
 	d := &deletion{key: key(ep.Namespace, ep.Name), at: o.now()}
-	if svc := o.service(d.key); svc != nil {
+	// Only the Endpoints the endpoint controller keeps (its Service has a selector).
+	if svc := o.service(d.key); svc != nil && len(svc.Spec.Selector) > 0 {
 		d.serviceUID = svc.UID
 	}
 	o.deletions = append(o.deletions, d)
@@ -199,7 +226,7 @@ func (o *observer) liveDeletions() []deletion {
 // counts is a copy of the counters, for the findings.
 type counts struct {
 	lockWrites, leaseWrites, rewrites, rewroteMeta map[string]int
-	changes                                        int
+	changes, otherMetadata                         int
 }
 
 func (o *observer) counts() counts {
@@ -212,5 +239,5 @@ func (o *observer) counts() counts {
 		}
 		return out
 	}
-	return counts{cp(o.lockWrites), cp(o.leaseWrites), cp(o.rewrites), cp(o.rewroteMeta), o.changes}
+	return counts{cp(o.lockWrites), cp(o.leaseWrites), cp(o.rewrites), cp(o.rewroteMeta), o.changes, o.otherMetadata}
 }

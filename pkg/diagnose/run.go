@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -37,6 +38,12 @@ type Options struct {
 	Progress io.Writer
 }
 
+// requestTimeout bounds each request but the watches; syncTimeout the informers' first list.
+const (
+	requestTimeout = 30 * time.Second
+	syncTimeout    = time.Minute
+)
+
 // DefaultUserAgent is the check's User-Agent unless Options says otherwise.
 const DefaultUserAgent = "cpswap-diagnose"
 
@@ -56,7 +63,14 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) (*Report, error) {
 	}
 	counter := &requestCounter{}
 	cfg = readOnlyConfig(cfg, o, counter)
-	client, err := kubernetes.NewForConfig(cfg)
+	// The watches run for the window; every other request gets requestTimeout.
+	watchClient, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("client for %s: %v", cfg.Host, err)
+	}
+	timed := rest.CopyConfig(cfg)
+	timed.Timeout = requestTimeout
+	client, err := kubernetes.NewForConfig(timed)
 	if err != nil {
 		return nil, fmt.Errorf("client for %s: %v", cfg.Host, err)
 	}
@@ -71,6 +85,18 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("GET /version: %v", err)
 	}
+	// One item of each watched list first, so that a missing right or a hung apiserver is named
+	// here rather than retried for ever by an informer.
+	one := metav1.ListOptions{Limit: 1}
+	if _, err := client.CoreV1().Endpoints(metav1.NamespaceAll).List(one); err != nil {
+		return nil, fmt.Errorf("list Endpoints in all namespaces: %v", err)
+	}
+	if _, err := client.CoreV1().Services(metav1.NamespaceAll).List(one); err != nil {
+		return nil, fmt.Errorf("list Services in all namespaces: %v", err)
+	}
+	if _, err := client.CoordinationV1().Leases(metav1.NamespaceSystem).List(one); err != nil {
+		return nil, fmt.Errorf("list Leases in kube-system: %v", err)
+	}
 
 	before := scrapeAll(o.Metrics)
 
@@ -79,20 +105,27 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) (*Report, error) {
 	var stopOnce sync.Once
 	stopInformers := func() { stopOnce.Do(func() { close(stop) }) }
 	defer stopInformers()
-	all := informers.NewSharedInformerFactory(client, 0)
+	all := informers.NewSharedInformerFactory(watchClient, 0)
 	endpoints := all.Core().V1().Endpoints().Informer()
 	endpoints.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: obs.endpointsAdded, UpdateFunc: obs.endpointsUpdated, DeleteFunc: obs.endpointsDeleted,
 	})
 	services := all.Core().V1().Services().Informer()
 	obs.services = services.GetStore()
-	system := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(metav1.NamespaceSystem))
+	system := informers.NewSharedInformerFactoryWithOptions(watchClient, 0, informers.WithNamespace(metav1.NamespaceSystem))
 	leases := system.Coordination().V1().Leases().Informer()
 	leases.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: obs.leaseUpdated})
 	all.Start(stop)
 	system.Start(stop)
-	if !cache.WaitForCacheSync(ctx.Done(), endpoints.HasSynced, services.HasSynced, leases.HasSynced) {
-		return nil, fmt.Errorf("the watches of Endpoints, Services and kube-system Leases did not sync (%d requests made): %v", counter.total(), ctx.Err())
+	syncCtx, cancelSync := context.WithTimeout(ctx, syncTimeout)
+	defer cancelSync()
+	for _, inf := range []struct {
+		what string
+		inf  cache.SharedIndexInformer
+	}{{"Endpoints in all namespaces", endpoints}, {"Services in all namespaces", services}, {"Leases in kube-system", leases}} {
+		if !cache.WaitForCacheSync(syncCtx.Done(), inf.inf.HasSynced) {
+			return nil, fmt.Errorf("the list and watch of %s did not complete within %v: %v", inf.what, syncTimeout, syncCtx.Err())
+		}
 	}
 
 	obs.setWatching(true)
@@ -111,6 +144,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) (*Report, error) {
 	stopInformers()
 
 	in := inputs{
+		leases:        leaseHolders(leases.GetStore()),
 		window:        r.Window,
 		instances:     r.Instances,
 		serverVersion: serverVersion.GitVersion,
@@ -128,15 +162,20 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) (*Report, error) {
 	return r, nil
 }
 
-// ourTag is the tag of this fork's releases (VERSION: v<upstream>-idc.<revision>).
-var ourTag = regexp.MustCompile(`^v\d+\.\d+\.\d+-idc\.\d+$`)
+// ourTag is the tag of this fork's releases (VERSION: v<upstream>-idc.<revision>), and of a
+// build of the series without a patch (-without-NNNN, the tests' variants). An image named by
+// digest alone cannot be told apart and reads as upstream's.
+var ourTag = regexp.MustCompile(`^v\d+\.\d+\.\d+-idc\.\d+(-[a-z0-9-]+)?$`)
 
 // findingFlags are the flags the findings read, per component.
 var findingFlags = []string{
 	"--leader-elect", "--leader-elect-resource-lock", "--leader-elect-retry-period", "--kube-api-qps", "--kube-api-burst",
-	"--min-resync-period", "--concurrent-endpoint-syncs", "--watch-cache", "--watch-cache-sizes",
-	"--default-watch-cache-size", "--endpoint-reconciler-type",
+	"--min-resync-period", "--config", "--watch-cache", "--watch-cache-sizes", "--default-watch-cache-size",
+	"--endpoint-reconciler-type",
 }
+
+// controlPlane are the components the findings read (kubeadm's etcd is tier=control-plane too).
+var controlPlane = map[string]bool{"kube-apiserver": true, "kube-controller-manager": true, "kube-scheduler": true}
 
 // instances reads the control plane's mirror pods: kubeadm labels them component=<name>,
 // tier=control-plane, and names the container after the component.
@@ -145,7 +184,7 @@ func instances(pods []v1.Pod) []Instance {
 	for i := range pods {
 		p := &pods[i]
 		component := p.Labels["component"]
-		if component == "" || len(p.Spec.Containers) == 0 {
+		if !controlPlane[component] || len(p.Spec.Containers) == 0 {
 			continue
 		}
 		c := &p.Spec.Containers[0]
@@ -181,6 +220,31 @@ func instances(pods []v1.Pod) []Instance {
 		}
 		return out[i].Node < out[j].Node
 	})
+	return out
+}
+
+// lease is what the findings read of an elector's Lease.
+type lease struct {
+	holder   string // holderIdentity: "<hostname>_<uuid>"
+	acquired time.Time
+}
+
+func leaseHolders(store cache.Store) map[string]lease {
+	out := map[string]lease{}
+	for _, obj := range store.List() {
+		l, ok := obj.(*coordinationv1.Lease)
+		if !ok || l.Namespace != metav1.NamespaceSystem {
+			continue
+		}
+		var h lease
+		if l.Spec.HolderIdentity != nil {
+			h.holder = *l.Spec.HolderIdentity
+		}
+		if l.Spec.AcquireTime != nil {
+			h.acquired = l.Spec.AcquireTime.Time
+		}
+		out[l.Name] = h
+	}
 	return out
 }
 

@@ -195,6 +195,9 @@ func TestKubeadmMaster(t *testing.T) {
 	}
 
 	s.run("cpswap diagnose before the swap (read-only, 20 s): the three stock components and the digests they run, the locks' Endpoints writes observed (exit 6)", 2*time.Minute, func(ctx context.Context) error {
+		if _, err := os.Stat(filepath.Join(release, "cpswap-diagnose.yaml")); err != nil {
+			return fmt.Errorf("the release lacks the RBAC of cpswap diagnose: %v", err)
+		}
 		code, r, err := diagnoseMaster(ctx, "diagnose-before")
 		if err != nil {
 			return err

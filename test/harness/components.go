@@ -48,6 +48,9 @@ type ComponentOptions struct {
 	LogDir string
 	// Args come after the defaults, so that they can override them.
 	Args []string
+	// Port is the insecure port of /healthz and /metrics; a free one unless set (set it when
+	// something must know the address before the component starts).
+	Port int
 }
 
 // StartComponent runs a component binary against the control plane, serving /healthz and
@@ -66,7 +69,10 @@ func StartComponent(t testing.TB, cp *ControlPlane, o ComponentOptions) *Compone
 	if o.LogDir == "" {
 		o.LogDir = LogDir(t)
 	}
-	port := FreePort(t)
+	port := o.Port
+	if port == 0 {
+		port = FreePort(t)
+	}
 	defaults := []string{
 		"--kubeconfig=" + cp.Kubeconfig,
 		"--address=127.0.0.1",

@@ -223,10 +223,13 @@ func diagnoseBeside(t *testing.T, cp *harness.ControlPlane) func(suiteCounted in
 		defer close(done)
 		report, err = diagnose.Run(ctx, cp.Config, diagnose.Options{Window: 10 * time.Minute, QPS: diagnose.DefaultQPS, Burst: diagnose.DefaultBurst, Progress: progress})
 	}()
+	t.Cleanup(func() { cancel(); <-done })
 	select {
 	case <-progress.started:
 	case <-done:
 		t.Fatalf("cpswap diagnose: %v", err)
+	case <-time.After(2 * time.Minute):
+		t.Fatal("cpswap diagnose's watches did not start within 2 minutes")
 	}
 	return func(suiteCounted int) {
 		cancel()
