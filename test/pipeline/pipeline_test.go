@@ -462,8 +462,8 @@ func TestVerifyDocsNamesAStalePatchTable(t *testing.T) {
 func TestVerifyDocsShellchecksEachOperatorBlock(t *testing.T) {
 	t.Parallel()
 	out, err := verifyDocsAfterEdit(t, "docs/operations.md",
-		`*) "$cpswap" rollback --manifest "$manifests/$c.yaml" --backup-dir "${BACKUP_DIR:-/var/lib/cpswap/backups}" ;;`,
-		`*) "$cpswap" rollback --manifest $manifests/$c.yaml --backup-dir "${BACKUP_DIR:-/var/lib/cpswap/backups}" ;;`)
+		`*) "$cpswap" rollback --manifest "$manifests/$c.yaml" --backup-dir "${BACKUP_DIR:-/var/lib/cpswap/backups}"`,
+		`*) "$cpswap" rollback --manifest $manifests/$c.yaml --backup-dir "${BACKUP_DIR:-/var/lib/cpswap/backups}"`)
 	want := `docs/operations.md: block 3 ("  cpswap=bin/linux-amd64/cpswap`
 	if err == nil || !strings.Contains(string(out), want) || !strings.Contains(string(out), "SC2086") {
 		t.Errorf("verify-docs with an unquoted expansion in the rollback block: %v, want %q and SC2086:\n%s", err, want, out)
