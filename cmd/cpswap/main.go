@@ -58,10 +58,12 @@ func newRoot() *cobra.Command {
 waits for the kubelet to run it and for the component to prove itself, and restores the
 manifest as it was otherwise. One apply runs at a time per manifest; Ctrl-C, SIGTERM, SIGQUIT
 or SIGHUP (unless ignored, as under nohup) during an apply roll back; every successful apply is
-recorded and can be undone in order.
+recorded and can be undone in order. cpswap diagnose looks at a live cluster, read-only, before
+and after the swap.
 
 Exit codes: 0 done; 1 refused, nothing changed; 2 usage error, nothing changed;
-3 changed, then rolled back; 4 changed and the rollback failed: act now.`,
+3 changed, then rolled back; 4 changed and the rollback failed: act now;
+diagnose only: 5 exposed, 6 observed.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		// Runnable, so that an unknown verb is an error (exit 2) rather than help.
