@@ -8,14 +8,12 @@ package diagnose
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -128,28 +126,13 @@ func observe(t *testing.T, variant string) *diagnose.Report {
 	// The window opens before kube-controller-manager starts, so that it holds the creation of
 	// the Endpoints (adds, not rewrites), the first resync and all its writes, whenever the
 	// resync period drawn falls.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	progress := &firstWrite{started: make(chan struct{})}
-	done := make(chan struct{})
-	var r *diagnose.Report
-	var err error
-	go func() {
-		defer close(done)
-		r, err = diagnose.Run(ctx, cp.Config, diagnose.Options{
-			Window: window, QPS: diagnose.DefaultQPS, Burst: diagnose.DefaultBurst, UserAgent: userAgent, Progress: progress,
-			Metrics: map[string]string{harness.KubeControllerManager: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)},
-		})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	select {
-	case <-progress.started:
-	case <-done:
-		t.Fatalf("diagnose: %v", err)
-	}
+	finish := harness.StartDiagnose(t, cp, diagnose.Options{
+		Window: window, QPS: diagnose.DefaultQPS, Burst: diagnose.DefaultBurst, UserAgent: userAgent,
+		Metrics: map[string]string{harness.KubeControllerManager: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)},
+	})
 	harness.StartComponent(t, cp, harness.ComponentOptions{Component: harness.KubeControllerManager, Variant: variant, Args: kcmArgs, Port: metricsPort})
 	harness.StartComponent(t, cp, harness.ComponentOptions{Component: harness.KubeScheduler, Variant: variant, Args: schedulerArgs})
-	<-done
+	r, err := finish(false)
 	if err != nil {
 		t.Fatalf("diagnose: %v", err)
 	}
@@ -161,17 +144,6 @@ func observe(t *testing.T, variant string) *diagnose.Report {
 	}
 	checkReadOnly(t, auditLog, r.Requests)
 	return r
-}
-
-// firstWrite closes its channel at the first write: the check's window has started.
-type firstWrite struct {
-	once    sync.Once
-	started chan struct{}
-}
-
-func (w *firstWrite) Write(p []byte) (int, error) {
-	w.once.Do(func() { close(w.started) })
-	return len(p), nil
 }
 
 // mirror creates the pod kubeadm's static pod would show in kube-system: the component's

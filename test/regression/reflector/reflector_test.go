@@ -1,7 +1,6 @@
 package reflector
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"sort"
@@ -199,41 +198,13 @@ func (r *run) relistPath(t *testing.T) []string {
 	return deletions.ofLiveServices(t, r.client)
 }
 
-// firstWrite closes its channel at the first write: cpswap diagnose's window has started.
-type firstWrite struct {
-	once    sync.Once
-	started chan struct{}
-}
-
-func (w *firstWrite) Write(p []byte) (int, error) {
-	w.once.Do(func() { close(w.started) })
-	return len(p), nil
-}
-
 // diagnoseBeside runs cpswap diagnose's observation (pkg/diagnose) while both paths run; the
 // returned function ends its window and checks that it counted the Endpoints of live Services
 // deleted as the suite did.
 func diagnoseBeside(t *testing.T, cp *harness.ControlPlane) func(suiteCounted int) {
-	ctx, cancel := context.WithCancel(context.Background())
-	progress := &firstWrite{started: make(chan struct{})}
-	done := make(chan struct{})
-	var report *diagnose.Report
-	var err error
-	go func() {
-		defer close(done)
-		report, err = diagnose.Run(ctx, cp.Config, diagnose.Options{Window: 10 * time.Minute, QPS: diagnose.DefaultQPS, Burst: diagnose.DefaultBurst, Progress: progress})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	select {
-	case <-progress.started:
-	case <-done:
-		t.Fatalf("cpswap diagnose: %v", err)
-	case <-time.After(2 * time.Minute):
-		t.Fatal("cpswap diagnose's watches did not start within 2 minutes")
-	}
+	finish := harness.StartDiagnose(t, cp, diagnose.Options{Window: 10 * time.Minute, QPS: diagnose.DefaultQPS, Burst: diagnose.DefaultBurst})
 	return func(suiteCounted int) {
-		cancel()
-		<-done
+		report, err := finish(true)
 		if err != nil {
 			t.Fatalf("cpswap diagnose: %v", err)
 		}
