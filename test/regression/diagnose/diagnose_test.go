@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/idc-lts/kube-1.17/pkg/diagnose"
+	"github.com/idc-lts/kube-1.17/test/diagnoserun"
 	"github.com/idc-lts/kube-1.17/test/fixture"
 	"github.com/idc-lts/kube-1.17/test/harness"
 )
@@ -126,7 +127,7 @@ func observe(t *testing.T, variant string) *diagnose.Report {
 	// The window opens before kube-controller-manager starts, so that it holds the creation of
 	// the Endpoints (adds, not rewrites), the first resync and all its writes, whenever the
 	// resync period drawn falls.
-	finish := harness.StartDiagnose(t, cp, diagnose.Options{
+	finish := diagnoserun.Start(t, cp, diagnose.Options{
 		Window: window, QPS: diagnose.DefaultQPS, Burst: diagnose.DefaultBurst, UserAgent: userAgent,
 		Metrics: map[string]string{harness.KubeControllerManager: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)},
 	})

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/idc-lts/kube-1.17/pkg/diagnose"
+	"github.com/idc-lts/kube-1.17/test/diagnoserun"
 	"github.com/idc-lts/kube-1.17/test/harness"
 )
 
@@ -202,7 +203,7 @@ func (r *run) relistPath(t *testing.T) []string {
 // returned function ends its window and checks that it counted the Endpoints of live Services
 // deleted as the suite did.
 func diagnoseBeside(t *testing.T, cp *harness.ControlPlane) func(suiteCounted int) {
-	finish := harness.StartDiagnose(t, cp, diagnose.Options{Window: 10 * time.Minute, QPS: diagnose.DefaultQPS, Burst: diagnose.DefaultBurst})
+	finish := diagnoserun.Start(t, cp, diagnose.Options{Window: 10 * time.Minute, QPS: diagnose.DefaultQPS, Burst: diagnose.DefaultBurst})
 	return func(suiteCounted int) {
 		report, err := finish(true)
 		if err != nil {

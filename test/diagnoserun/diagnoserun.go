@@ -1,4 +1,6 @@
-package harness
+// Package diagnoserun runs cpswap diagnose's observation beside a regression suite (it cannot live in
+// test/harness: pkg/cpswap's tests import the harness, and pkg/diagnose imports pkg/cpswap).
+package diagnoserun
 
 import (
 	"context"
@@ -7,13 +9,14 @@ import (
 	"time"
 
 	"github.com/idc-lts/kube-1.17/pkg/diagnose"
+	"github.com/idc-lts/kube-1.17/test/harness"
 )
 
-// StartDiagnose runs cpswap diagnose's observation (pkg/diagnose.Run) against the control plane
+// Start runs cpswap diagnose's observation (pkg/diagnose.Run) against the control plane
 // in the background and returns once its window has opened (its watches synced), so that what
 // the test does next falls inside it. finish ends the window (at once if early, else when
 // o.Window is over) and returns the report; the test's end does too.
-func StartDiagnose(t testing.TB, cp *ControlPlane, o diagnose.Options) (finish func(early bool) (*diagnose.Report, error)) {
+func Start(t testing.TB, cp *harness.ControlPlane, o diagnose.Options) (finish func(early bool) (*diagnose.Report, error)) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	opened := &firstWrite{opened: make(chan struct{})}
