@@ -84,21 +84,22 @@ vulncheck: build ## govulncheck on every binary we ship and on our modules: each
 test-unit: build ## Upstream tests of every package the series touches, plus this repo's Go tests
 	build/test-unit.sh
 
-.PHONY: prove
-prove: ## One patch's proof, as prove-patches makes it: PATCH=NNNN (its Regression-Test fails without it)
-	@[ -n "$(PATCH)" ] || { echo "make prove: say which patch: make prove PATCH=NNNN (the number in patches/series)"; exit 1; }
-	$(MAKE) --no-print-directory build
-	build/prove-patches.sh '$(PATCH)'
-
 .PHONY: verify-reproducible
 verify-reproducible: patch ## Build patched binaries twice (fresh cache, other path) and compare sha256
 	build/verify-reproducible.sh
 
 ##@ Slow suites (tens of minutes to hours; times in docs/development.md, Measured times)
 
+# make test's order: the checks that compile, one after another (they share two cores), and the
+# fixtures; then the two lanes of suites that mostly wait (on leases, resyncs, a kubelet) side by
+# side, each lane's output printed whole when it ends; then the proofs, which build variants.
 .PHONY: test
-test: lint verify-patches verify-monitoring vulncheck test-unit test-upstream-subset test-regression test-image test-publish test-e2e prove-patches ## Everything CI runs (needs root: the image, registry and kubelet tests)
+test: lint verify-patches verify-monitoring vulncheck test-unit test-upstream-subset e2e-fixtures ## Everything CI runs (needs root: the image, registry and kubelet tests)
+	$(MAKE) --no-print-directory $(TEST_MADE) -j2 --output-sync=recurse test-regression test-root
+	$(MAKE) --no-print-directory $(TEST_MADE) prove-patches
 	@echo "make test: all checks passed"
+# What test's prerequisites made: its sub-makes take them as made instead of running them again.
+TEST_MADE = $(addprefix -o ,source patch build images-amd64 kubeadm e2e-fixtures)
 
 # Upstream's integration packages (test/integration/...) that judge the controllers and the
 # scheduler; docs/development.md says why each is here and which run in make test.
@@ -140,6 +141,12 @@ test-regression: build ## Regression suites: stock shows each bug, VARIANT_UNDER
 prove-patches: build ## Each patch's Regression-Test fails on the series without that patch
 	build/prove-patches.sh
 
+.PHONY: prove
+prove: ## One patch's proof, as prove-patches makes it: PATCH=NNNN (its Regression-Test fails without it)
+	@[ -n "$(PATCH)" ] || { echo "make prove: say which patch: make prove PATCH=NNNN (the number in patches/series)"; exit 1; }
+	$(MAKE) --no-print-directory build
+	build/prove-patches.sh '$(PATCH)'
+
 .PHONY: ha-figures
 ha-figures: build ## The HA fault suite on stock (waits up to 5 min per fault) and patched: a table of figures
 	build/ha-figures.sh
@@ -149,6 +156,10 @@ bench: build ## Resync, failover, planned handover (kube-controller-manager and 
 	build/bench.sh
 
 ##@ Needs root (Docker, a kubelet, network namespaces)
+
+.PHONY: test-root
+test-root: images-amd64 e2e-fixtures ## test-image, test-publish and test-e2e, one after another (make test runs them beside test-regression)
+	$(MAKE) --no-print-directory -j1 test-image test-publish test-e2e
 
 .PHONY: test-image
 test-image: images-amd64 ## Load the amd64 images into Docker, run them, check the digest is reproducible

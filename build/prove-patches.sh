@@ -59,13 +59,17 @@ expect_failure() {
 }
 
 # start_proof NAME TEST LOG_FILE DIR COMMAND...: expect_failure in the background, PROVE_JOBS at
-# most at once; its result goes to a file numbered in start order.
+# most at once; its result, with the seconds it took, goes to a file numbered in start order.
 start_proof() {
   while [ "$(jobs -rp | wc -l)" -ge "${proof_jobs}" ]; do
     wait -n || true
   done
   started=$((started + 1))
-  expect_failure "$@" >"${results}/$(printf '%04d' "${started}")" &
+  (
+    started_at=${SECONDS}
+    outcome=$(expect_failure "$@")
+    printf '%s (%d s)\n' "${outcome}" $((SECONDS - started_at))
+  ) >"${results}/$(printf '%04d' "${started}")" &
 }
 
 for name in "${selected[@]}"; do

@@ -8,6 +8,12 @@
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
 
+# heading_anchors DOC: the anchor GitHub gives each heading of DOC (lower case, punctuation
+# dropped, spaces to hyphens).
+heading_anchors() {
+  sed -nE 's/^#+ +//p' "$1" | tr '[:upper:]' '[:lower:]' | sed -E 's/[^a-z0-9 _-]//g; s/ /-/g'
+}
+
 # Every Markdown file of the repository; a path of the upstream tree is written as its Go package
 # (k8s.io/kubernetes/pkg/...) or without backquotes, since this one is not there.
 mapfile -t docs < <(git -C "${REPO_ROOT}" ls-files '*.md')
@@ -31,11 +37,21 @@ for doc in "${docs[@]}"; do
     [ "${version}" = "${RELEASE_VERSION}" ] ||
       problems+=("${doc}: names release ${version}, but VERSION makes ${RELEASE_VERSION}")
   done < <(grep -oE 'v[0-9]+\.[0-9]+\.[0-9]+-idc\.[0-9]+' "${doc}" | sort -u)
-  while read -r target; do
-    target=${target%%#*}
-    [ -z "${target}" ] || [ -e "$(dirname "${doc}")/${target}" ] ||
+  while read -r link; do
+    target=${link%%#*}
+    if [ -n "${target}" ] && [ ! -e "$(dirname "${doc}")/${target}" ]; then
       problems+=("${doc}: links to ${target}, which does not exist")
+    elif [[ ${link} == *#* ]] && [[ ${target:-${doc}} == *.md ]]; then
+      [ -n "${target}" ] && target=$(dirname "${doc}")/${target} || target=${doc}
+      heading_anchors "${target}" | grep -qxF "${link#*#}" ||
+        problems+=("${doc}: links to ${link}, but ${target} has no heading that makes #${link#*#}")
+    fi
   done < <(grep -oE '\]\([^)[:space:]]+\)' "${doc}" | sed -e 's/^](//' -e 's/)$//' | grep -vE '^[a-z]+://' | sort -u)
+  # The toolchain a doc says we build with is VERSION's.
+  while read -r toolchain; do
+    [ "${toolchain}" = "${GO_TOOLCHAIN}" ] ||
+      problems+=("${doc}: says we build with ${toolchain}, but VERSION's GO_TOOLCHAIN is ${GO_TOOLCHAIN}")
+  done < <(grep -oE '(GOTOOLCHAIN=go|is built with Go |our Go )[0-9]+\.[0-9]+(\.[0-9]+)?' "${doc}" | sed -E 's/.*(go|Go )/go/' | sort -u)
 done
 [ $# -eq 0 ] || { [ ${#problems[@]} -eq 0 ] || die "$(printf '%s\n' "${problems[@]}")"; log "verify-docs: $* hold"; exit 0; }
 # The README's headline is docs/benchmarks.md's summary, copied by make bench (bench-report).

@@ -287,20 +287,25 @@ func TestComponentListsAgree(t *testing.T) {
 
 // TestVerifyDocsNamesDanglingPathsAndTargets: make lint (build/verify-docs.sh) fails on a doc that
 // names, in backticks, a repository path that does not exist or a make target the Makefile lacks,
-// naming each; the same doc with real ones passes.
+// links to a heading that is not there, or says we build with another Go than VERSION's, naming
+// each; the same doc with real ones passes.
 func TestVerifyDocsNamesDanglingPathsAndTargets(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	bad, good := filepath.Join(dir, "bad.md"), filepath.Join(dir, "good.md")
-	if err := os.WriteFile(bad, []byte("Run `build/no-such-script.sh`, then `make no-such-target`; `build/lib.sh` and `make lint` exist.\n"), 0o644); err != nil {
+	if err := os.WriteFile(bad, []byte("Run `build/no-such-script.sh`, then `make no-such-target`; `build/lib.sh` and `make lint` exist.\n"+
+		"See [its steps](good.md#no-such-step) and [above](#nowhere). It is built with Go 1.13.6.\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(good, []byte("`build/lib.sh`, `make lint`, `make test-upstream-integration`, upstream's `test/integration/daemonset`.\n"), 0o644); err != nil {
+	if err := os.WriteFile(good, []byte("# Steps: one, two\n\n`build/lib.sh`, `make lint`, `make test-upstream-integration`, upstream's `test/integration/daemonset`.\n"+
+		"[Here](#steps-one-two), [there](bad.md).\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	script := filepath.Join(harness.RepoRoot(t), "build", "verify-docs.sh")
 	out, err := exec.Command(script, bad).CombinedOutput()
-	for _, want := range []string{"names build/no-such-script.sh, which does not exist", "names make no-such-target, which the Makefile does not have"} {
+	for _, want := range []string{"names build/no-such-script.sh, which does not exist", "names make no-such-target, which the Makefile does not have",
+		"links to good.md#no-such-step, but " + good + " has no heading that makes #no-such-step", "links to #nowhere, but",
+		"says we build with go1.13.6, but VERSION's GO_TOOLCHAIN is go1."} {
 		if err == nil || !strings.Contains(string(out), want) {
 			t.Errorf("verify-docs on a dangling doc: %v, want %q:\n%s", err, want, out)
 		}
