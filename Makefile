@@ -91,15 +91,20 @@ verify-reproducible: patch ## Build patched binaries twice (fresh cache, other p
 ##@ Slow suites (tens of minutes to hours; times in docs/development.md, Measured times)
 
 # make test's order: the checks that compile, one after another (they share two cores), and the
-# fixtures; then the two lanes of suites that mostly wait (on leases, resyncs, a kubelet) side by
-# side, each lane's output printed whole when it ends; then the proofs, which build variants.
+# fixtures; then two lanes side by side, each target's output printed whole when it ends:
+# test-regression then prove-patches, and test-image, test-publish, test-e2e. The suites mostly
+# wait (on leases, resyncs, a kubelet), so the lanes share the cores; the sub-make takes what the
+# prerequisites made as made (-o) instead of making it again.
 .PHONY: test
 test: lint verify-patches verify-monitoring vulncheck test-unit test-upstream-subset e2e-fixtures ## Everything CI runs (needs root: the image, registry and kubelet tests)
-	$(MAKE) --no-print-directory $(TEST_MADE) -j2 --output-sync=recurse test-regression test-root
-	$(MAKE) --no-print-directory $(TEST_MADE) prove-patches
+	$(MAKE) --no-print-directory $(addprefix -o ,source patch build images-amd64 kubeadm e2e-fixtures) \
+	  TEST_LANES=1 -j2 --output-sync=target test-regression prove-patches test-image test-publish test-e2e
 	@echo "make test: all checks passed"
-# What test's prerequisites made: its sub-makes take them as made instead of running them again.
-TEST_MADE = $(addprefix -o ,source patch build images-amd64 kubeadm e2e-fixtures)
+ifdef TEST_LANES
+prove-patches: | test-regression
+test-publish: | test-image
+test-e2e: | test-publish
+endif
 
 # Upstream's integration packages (test/integration/...) that judge the controllers and the
 # scheduler; docs/development.md says why each is here and which run in make test.
@@ -156,10 +161,6 @@ bench: build ## Resync, failover, planned handover (kube-controller-manager and 
 	build/bench.sh
 
 ##@ Needs root (Docker, a kubelet, network namespaces)
-
-.PHONY: test-root
-test-root: images-amd64 e2e-fixtures ## test-image, test-publish and test-e2e, one after another (make test runs them beside test-regression)
-	$(MAKE) --no-print-directory -j1 test-image test-publish test-e2e
 
 .PHONY: test-image
 test-image: images-amd64 ## Load the amd64 images into Docker, run them, check the digest is reproducible
