@@ -92,18 +92,21 @@ verify-reproducible: patch ## Build patched binaries twice (fresh cache, other p
 
 # make test's order: the checks that compile, one after another (they share two cores), and the
 # fixtures; then two lanes side by side, each target's output printed whole when it ends:
-# test-regression then prove-patches, and test-image, test-publish, test-e2e. The suites mostly
-# wait (on leases, resyncs, a kubelet), so the lanes share the cores; the sub-make takes what the
-# prerequisites made as made (-o) instead of making it again.
+# test-regression then prove-patches, and test-image, test-publish, test-e2e then
+# test-upstream-subset. The suites mostly wait (on leases, resyncs, etcd, a kubelet), so the lanes
+# share the cores (the timing-bound regression suites beside the image and kubelet tests, whose
+# compiles are done; the proofs' variant builds beside upstream's integration tests). The
+# sub-make takes what the prerequisites made as made (-o) instead of making it again.
 .PHONY: test
-test: lint verify-patches verify-monitoring vulncheck test-unit test-upstream-subset e2e-fixtures ## Everything CI runs (needs root: the image, registry and kubelet tests)
-	$(MAKE) --no-print-directory $(addprefix -o ,source patch build images-amd64 kubeadm e2e-fixtures) \
-	  TEST_LANES=1 -j2 --output-sync=target test-regression prove-patches test-image test-publish test-e2e
+test: lint verify-patches verify-monitoring vulncheck test-unit e2e-fixtures ## Everything CI runs (needs root: the image, registry and kubelet tests)
+	$(MAKE) --no-print-directory $(addprefix -o ,source patch build images-amd64 kubeadm e2e-fixtures) TEST_LANES=1 -j2 \
+	  --output-sync=target test-regression prove-patches test-image test-publish test-e2e test-upstream-subset
 	@echo "make test: all checks passed"
 ifdef TEST_LANES
 prove-patches: | test-regression
 test-publish: | test-image
 test-e2e: | test-publish
+test-upstream-subset: | test-e2e
 endif
 
 # Upstream's integration packages (test/integration/...) that judge the controllers and the
