@@ -80,9 +80,14 @@ verify-monitoring: ## promtool check/test the alerting rules; validate the dashb
 vulncheck: build ## govulncheck on every binary we ship and on our modules: each finding fixed or explained in patches/SECURITY.md (offline: VULNDB=dir|zip)
 	build/vulncheck.sh
 
-.PHONY: test-unit
-test-unit: build ## Upstream tests of every package the series touches, plus this repo's Go tests
-	build/test-unit.sh
+.PHONY: test-unit test-unit-upstream test-unit-repo
+test-unit: test-unit-upstream test-unit-repo ## Upstream tests of every package the series touches, plus this repo's Go tests
+
+test-unit-upstream: build ## Upstream's own tests of every package the series touches, on the patched tree
+	build/test-unit.sh upstream
+
+test-unit-repo: build ## This repository's Go tests (the pipeline scripts, cpswap, diagnose, the docs check, ...)
+	build/test-unit.sh repo
 
 .PHONY: verify-reproducible
 verify-reproducible: patch ## Build patched binaries twice (fresh cache, other path) and compare sha256
@@ -92,21 +97,22 @@ verify-reproducible: patch ## Build patched binaries twice (fresh cache, other p
 
 # make test's order: the checks that compile, one after another (they share two cores), and the
 # fixtures; then two lanes side by side, each target's output printed whole when it ends:
-# test-regression then prove-patches, and test-image, test-publish, test-e2e then
-# test-upstream-subset. The suites mostly wait (on leases, resyncs, etcd, a kubelet), so the lanes
+# test-regression then prove-patches, and test-image, test-publish, test-e2e, then
+# test-upstream-subset and test-unit-repo. The suites mostly wait (on leases, resyncs, etcd, a kubelet), so the lanes
 # share the cores (the timing-bound regression suites beside the image and kubelet tests, whose
 # compiles are done; the proofs' variant builds beside upstream's integration tests). The
 # sub-make takes what the prerequisites made as made (-o) instead of making it again.
 .PHONY: test
-test: lint verify-patches verify-monitoring vulncheck test-unit e2e-fixtures ## Everything CI runs (needs root: the image, registry and kubelet tests)
+test: lint verify-patches verify-monitoring vulncheck test-unit-upstream e2e-fixtures ## Everything CI runs (needs root: the image, registry and kubelet tests)
 	$(MAKE) --no-print-directory $(addprefix -o ,source patch build images-amd64 kubeadm e2e-fixtures) TEST_LANES=1 -j2 \
-	  --output-sync=target test-regression prove-patches test-image test-publish test-e2e test-upstream-subset
+	  --output-sync=target test-regression prove-patches test-image test-publish test-e2e test-upstream-subset test-unit-repo
 	@echo "make test: all checks passed"
 ifdef TEST_LANES
 prove-patches: | test-regression
 test-publish: | test-image
 test-e2e: | test-publish
 test-upstream-subset: | test-e2e
+test-unit-repo: | test-upstream-subset
 endif
 
 # Upstream's integration packages (test/integration/...) that judge the controllers and the
