@@ -6,7 +6,7 @@ set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
 
 upstream_tests() {
-  local worktree packages scratch
+  local worktree packages
   worktree=$(checkout_variant patched)
   # Upstream's integration packages need etcd and an apiserver: make test-upstream-integration runs them.
   mapfile -t packages < <(changed_packages stock patched | grep -v '^k8s\.io/kubernetes/test/integration/')
@@ -18,9 +18,9 @@ upstream_tests() {
   printf '  %s\n' "${packages[@]}" >&2
   # Some upstream tests leave directories in TMPDIR (pkg/volume/rbd): give them one to lose.
   scratch=$(mktemp -d)
+  trap 'rm -rf "${scratch}"' EXIT
   # Four packages at a time on two cores: some of them mostly sleep (pkg/volume/csi, 158 s).
-  (cd "${worktree}" && TMPDIR="${scratch}" upstream_go_test -p 4 -count=1 "${packages[@]}") || { rm -rf "${scratch}"; return 1; }
-  rm -rf "${scratch}"
+  (cd "${worktree}" && TMPDIR="${scratch}" upstream_go_test -p 4 -count=1 "${packages[@]}")
 }
 
 repo_tests() {
@@ -33,8 +33,12 @@ repo_tests() {
   (cd images/builder && go test -count=1 ./...)
 }
 
+# Each call on its own line: errexit does not reach into a function called left of && or ||.
 case "${1:-all}" in
-  all) upstream_tests && repo_tests ;;
+  all)
+    upstream_tests
+    repo_tests
+    ;;
   upstream) upstream_tests ;;
   repo) repo_tests ;;
   *) die "usage: $0 [upstream|repo] (got '$1')" ;;
