@@ -101,7 +101,9 @@ verify-reproducible: patch ## Build patched binaries twice (fresh cache, other p
 # test-upstream-subset and test-unit-repo. The suites mostly wait (on leases, resyncs, etcd, a kubelet), so the lanes
 # share the cores (the timing-bound regression suites beside the image and kubelet tests, whose
 # compiles are done; the proofs' variant builds beside upstream's integration tests). The
-# sub-make takes what the prerequisites made as made (-o) instead of making it again.
+# sub-make takes what the prerequisites made as made (-o) instead of making it again; the
+# release that test-publish and test-e2e cut through make runs build/patch.sh, which takes a lock
+# on the tree that prove-patches' variants share.
 .PHONY: test
 test: lint verify-patches verify-monitoring vulncheck test-unit-upstream e2e-fixtures ## Everything CI runs (needs root: the image, registry and kubelet tests)
 	$(MAKE) --no-print-directory $(addprefix -o ,source patch build images-amd64 kubeadm e2e-fixtures) TEST_LANES=1 -j2 \
@@ -113,6 +115,9 @@ test-publish: | test-image
 test-e2e: | test-publish
 test-upstream-subset: | test-e2e
 test-unit-repo: | test-upstream-subset
+else
+# make -j test-unit: the repository's tests read the patched worktree that upstream's tests check out.
+test-unit-repo: | test-unit-upstream
 endif
 
 # Upstream's integration packages (test/integration/...) that judge the controllers and the

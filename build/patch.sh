@@ -45,6 +45,10 @@ fi
 # prefix_key KEY PATCH: the key of the prefix KEY extended by PATCH.
 prefix_key() { printf '%s %s\n' "$1" "$(tree_git hash-object --no-filters "$2")" | sha256sum | cut -c1-40; }
 
+# One patch.sh at a time on the tree (make test's lanes: prove-patches' --without runs beside the
+# release that test-publish and test-e2e cut): the next one waits for the lock.
+exec 9>"${TREE_DIR}/.git/idc-patch.lock"
+flock 9
 tree_git am --abort >/dev/null 2>&1 || true
 # Without a patch: the longest recorded prefix before it (none when patches or upstream changed).
 start=upstream

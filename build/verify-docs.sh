@@ -8,10 +8,11 @@
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
 
-# heading_anchors DOC: the anchor GitHub gives each heading of DOC (lower case, punctuation
-# dropped, spaces to hyphens).
+# heading_anchors DOC: the anchor GitHub gives each heading of DOC outside fenced code blocks
+# (lower case, a link reduced to its text, punctuation dropped, spaces to hyphens).
 heading_anchors() {
-  sed -nE 's/^#+ +//p' "$1" | tr '[:upper:]' '[:lower:]' | sed -E 's/[^a-z0-9 _-]//g; s/ /-/g'
+  awk '/^ *```/ { fenced = !fenced; next } !fenced && /^#+ / { sub(/^#+ +/, ""); print }' "$1" |
+    tr '[:upper:]' '[:lower:]' | sed -E 's/\[([^]]*)\]\([^)]*\)/\1/g; s/[^a-z0-9 _-]//g; s/ /-/g'
 }
 
 # Every Markdown file of the repository; a path of the upstream tree is written as its Go package
