@@ -81,7 +81,8 @@ vulncheck: build ## govulncheck on every binary we ship and on our modules: each
 	build/vulncheck.sh
 
 .PHONY: test-unit test-unit-upstream test-unit-repo
-test-unit: test-unit-upstream test-unit-repo ## Upstream tests of every package the series touches, plus this repo's Go tests
+test-unit: build ## Upstream tests of every package the series touches, plus this repo's Go tests (one after the other: the repo's read the patched worktree upstream's check out)
+	build/test-unit.sh
 
 test-unit-upstream: build ## Upstream's own tests of every package the series touches, on the patched tree
 	build/test-unit.sh upstream
@@ -115,9 +116,6 @@ test-publish: | test-image
 test-e2e: | test-publish
 test-upstream-subset: | test-e2e
 test-unit-repo: | test-upstream-subset
-else
-# make -j test-unit: the repository's tests read the patched worktree that upstream's tests check out.
-test-unit-repo: | test-unit-upstream
 endif
 
 # Upstream's integration packages (test/integration/...) that judge the controllers and the
