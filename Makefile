@@ -99,9 +99,10 @@ verify-reproducible: patch ## Build patched binaries twice (fresh cache, other p
 # make test's order: the checks that compile, one after another (they share two cores), and the
 # fixtures; then two lanes side by side, each target's output printed whole when it ends:
 # test-regression then prove-patches, and test-image, test-publish, test-e2e, then
-# test-upstream-subset and test-unit-repo. The suites mostly wait (on leases, resyncs, etcd, a kubelet), so the lanes
-# share the cores (the timing-bound regression suites beside the image and kubelet tests, whose
-# compiles are done; the proofs' variant builds beside upstream's integration tests). The
+# test-upstream-subset and test-unit-repo. The suites mostly wait (on leases, resyncs, etcd, a
+# kubelet), so the lanes share the cores (the timing-bound regression suites beside the image and
+# kubelet tests, whose compiles are done; the proofs' variant builds beside upstream's integration
+# tests). The
 # sub-make takes what the prerequisites made as made (-o) instead of making it again; the
 # release that test-publish and test-e2e cut through make runs build/patch.sh, which takes a lock
 # on the tree that prove-patches' variants share.

@@ -40,12 +40,13 @@ for doc in "${docs[@]}"; do
   done < <(grep -oE 'v[0-9]+\.[0-9]+\.[0-9]+-idc\.[0-9]+' "${doc}" | sort -u)
   while read -r link; do
     target=${link%%#*}
-    if [ -n "${target}" ] && [ ! -e "$(dirname "${doc}")/${target}" ]; then
+    file=${doc}
+    [ -z "${target}" ] || file=$(dirname "${doc}")/${target}
+    if [ ! -e "${file}" ]; then
       problems+=("${doc}: links to ${target}, which does not exist")
-    elif [[ ${link} == *#* ]] && [[ ${target:-${doc}} == *.md ]]; then
-      [ -n "${target}" ] && target=$(dirname "${doc}")/${target} || target=${doc}
-      heading_anchors "${target}" | grep -qxF "${link#*#}" ||
-        problems+=("${doc}: links to ${link}, but ${target} has no heading that makes #${link#*#}")
+    elif [[ ${link} == *#* && ${file} == *.md ]]; then
+      heading_anchors "${file}" | grep -qxF "${link#*#}" ||
+        problems+=("${doc}: links to ${link}, but ${file} has no heading that makes #${link#*#}")
     fi
   done < <(grep -oE '\]\([^)[:space:]]+\)' "${doc}" | sed -e 's/^](//' -e 's/)$//' | grep -vE '^[a-z]+://' | sort -u)
   # The toolchain a doc says we build with is VERSION's.
