@@ -62,7 +62,7 @@ clean: ## Remove _output/
 .PHONY: lint
 lint: ## shellcheck the scripts; gofmt and go vet this repository's Go code; docs name VERSION's release
 	@command -v shellcheck >/dev/null || { echo "make lint: missing shellcheck: run 'sudo hack/install-tools.sh' (README), which installs every tool the targets need"; exit 1; }
-	shellcheck build/*.sh hack/*.sh images/*/*.sh .ci/run
+	shellcheck build/*.sh hack/*.sh images/*/*.sh .ci/run packaging/deb/*/{postinst,prerm,postrm}
 	build/verify-docs.sh
 	@unformatted=$$(find . -name "*.go" -not -path "./_output/*" -exec gofmt -l {} +); [ -z "$$unformatted" ] || { echo "gofmt needed: $$unformatted"; exit 1; }
 	go vet ./...

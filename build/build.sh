@@ -3,7 +3,7 @@
 # without-NNNN), checked out in its own worktree under _output/work/<variant>.
 #   build/build.sh [--all-archs] VARIANT [COMMAND...|harness]
 # COMMAND: kube-controller-manager kube-scheduler kube-apiserver kubeadm kubelet kubectl kube-proxy etcd (default:
-# COMPONENTS of lib.sh; "harness": HARNESS_COMMANDS). Binaries land in
+# SHIPPED_COMMANDS of lib.sh, what a release ships; "harness": HARNESS_COMMANDS). Binaries land in
 # _output/bin/<variant>/linux-<arch>/ (bin_dir), for the host's architecture, or with --all-archs
 # for each of ARCHS.
 # The same ref and toolchain give byte-identical binaries: -trimpath, no build id, no VCS stamp,
@@ -20,7 +20,7 @@ fi
 variant=$1
 shift
 commands=("$@")
-[ ${#commands[@]} -gt 0 ] || commands=("${COMPONENTS[@]}")
+[ ${#commands[@]} -gt 0 ] || commands=("${SHIPPED_COMMANDS[@]}")
 [ "${commands[*]}" != harness ] || commands=("${HARNESS_COMMANDS[@]}")
 
 worktree=$(checkout_variant "${variant}")

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Cuts a release into RELEASE_DIR (default _output/release/<version>/): binaries (linux amd64 and arm64), images (OCI
+# Cuts a release into RELEASE_DIR (default _output/release/<version>/): binaries (linux amd64 and arm64: the
+# components and the node's kubelet), the kubelet's Debian package per architecture (packages/), images (OCI
 # layout, OCI tar, docker-archives), kubeadm static-pod manifests naming the images by tag and
 # digest, govulncheck's scan of each binary (vulncheck/), cpswap-diagnose.yaml (the RBAC of
 # cpswap diagnose), an SPDX SBOM, RELEASE_NOTES.md from the patch headers, and SHA256SUMS of all of it. The directory
@@ -20,15 +21,16 @@ for component in "${COMPONENTS[@]}"; do
 done
 [ -x "${kubeadm}" ] || die "no ${kubeadm}: run 'make release'"
 rm -rf "${partial}"
-mkdir -p "${partial}"/{bin,images,manifests}
+mkdir -p "${partial}"/{bin,images,manifests,packages}
 
 binaries=()
 for arch in ${ARCHS}; do
   mkdir -p "${partial}/bin/linux-${arch}"
-  for component in "${COMPONENTS[@]}"; do
-    cp "$(bin_dir patched "${arch}")/${component}" "${partial}/bin/linux-${arch}/"
-    binaries+=("${partial}/bin/linux-${arch}/${component}")
+  for command in "${SHIPPED_COMMANDS[@]}"; do
+    cp "$(bin_dir patched "${arch}")/${command}" "${partial}/bin/linux-${arch}/"
+    binaries+=("${partial}/bin/linux-${arch}/${command}")
   done
+  "${REPO_ROOT}/build/deb.sh" patched "${arch}" "${partial}/packages" >/dev/null
 done
 cp -r "${images}"/. "${partial}/images/"
 for arch in ${ARCHS}; do

@@ -26,7 +26,7 @@ upstream_tests() {
 repo_tests() {
   log "this repository's unit tests"
   cd "${REPO_ROOT}"
-  go test -count=1 ./build/... ./cmd/... ./pkg/... ./test/pipeline/... ./test/bench/... ./test/harness/... ./test/kubeadmnode/... ./test/conformance/report/... ./test/e2e/runc-oom-clamp/
+  go test -count=1 ./build/... ./cmd/... ./pkg/... ./test/pipeline/... ./test/bench/... ./test/harness/... ./test/kubeadmnode/... ./test/debpkg/... ./test/conformance/report/... ./test/e2e/runc-oom-clamp/
   # test/conformance's other tests need a conformance build and a node (make conformance).
   go test -count=1 -run '^(TestUnexpectedPulls|TestPhaseFailure)$' ./test/conformance/
   # The image builder is its own module (go-containerregistry needs newer libraries than envtest).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the patched components a second time, from another worktree path and with an empty Go
+# Builds what a release ships (the patched components and the node's binaries) a second time, from another worktree path and with an empty Go
 # build cache, and requires byte-identical binaries.
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
@@ -14,7 +14,7 @@ GOCACHE="${second_output}/gocache" OUTPUT_DIR="${second_output}" TREE_DIR="${TRE
   "$(dirname "$0")/build.sh" patched
 
 status=0
-for binary in "${COMPONENTS[@]}"; do
+for binary in "${SHIPPED_COMMANDS[@]}"; do
   a=$(sha256sum < "${first}/${binary}" | cut -d' ' -f1)
   b=$(sha256sum < "${second}/${binary}" | cut -d' ' -f1)
   if [ "${a}" = "${b}" ]; then

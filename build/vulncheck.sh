@@ -3,8 +3,9 @@
 # database (the public one, or VULNDB: a URL, a directory or a zip of it) and holds every finding
 # to patches/SECURITY.md: each OSV id that govulncheck reports has a row there explaining it.
 #   build/vulncheck.sh
-#     make vulncheck: the patched components make build (and make binaries) made, cpswap for each
-#     of ARCHS, and this repository's modules in source mode; stock's components as the baseline.
+#     make vulncheck: the patched binaries make build (and make binaries) made (SHIPPED_COMMANDS:
+#     the components and the kubelet), cpswap for each of ARCHS, and this repository's modules in
+#     source mode; stock's builds of the same binaries as the baseline.
 #     Also fails on a row that no scan reports any more (a stale explanation), and on a figure of
 #     the scan in README.md or SECURITY.md that this scan contradicts (figures stated for another
 #     database date are not compared). Results, JSON and a report per target, in _output/vulncheck/
@@ -67,7 +68,7 @@ else
   cpswap_dir="${out}/bin"
   for arch in ${ARCHS}; do
     binaries=()
-    for component in "${COMPONENTS[@]}"; do
+    for component in "${SHIPPED_COMMANDS[@]}"; do
       binary="$(bin_dir patched "${arch}")/${component}"
       if [ -x "${binary}" ]; then
         binaries+=("${binary}")
@@ -86,7 +87,7 @@ else
       ours+=("${target}=${out}/${target}.json=${binary}")
     done
   done
-  for component in "${COMPONENTS[@]}"; do
+  for component in "${SHIPPED_COMMANDS[@]}"; do
     binary="$(bin_dir stock)/${component}"
     [ -x "${binary}" ] || die "no ${binary}: run 'make build'"
     target="stock/linux-${HOST_ARCH}/${component}"

@@ -193,7 +193,48 @@ func Push(c *registry.Client, o Options) ([]Pushed, error) {
 			return pushed, fmt.Errorf("%s: the tag %s reads back as %s, not the release's %s", comp.name, comp.tag, desc.Digest, comp.digest)
 		}
 	}
+	if o.Signer != nil {
+		if err := signSums(o.ReleaseDir, o.Signer); err != nil {
+			return pushed, err
+		}
+		logf("%s signed: %s (cosign verify-blob)", SumsFile, SumsSignatureFile)
+	}
 	return pushed, nil
+}
+
+// The release's list of files and its signature. SHA256SUMS names every other file of the release
+// (binaries, the kubelet's packages, images, manifests, SBOM): its signature covers them all.
+const (
+	SumsFile          = "SHA256SUMS"
+	SumsSignatureFile = "SHA256SUMS.sig"
+)
+
+// signSums writes the signature of the release's SHA256SUMS beside it, as cosign sign-blob would,
+// and reads it back; a signature already there by another key is replaced.
+func signSums(dir string, signer *signature.Signer) error {
+	sums, err := os.ReadFile(filepath.Join(dir, SumsFile))
+	if err != nil {
+		return fmt.Errorf("the release's %s: %v", SumsFile, err)
+	}
+	sig, err := signer.SignBlob(sums)
+	if err != nil {
+		return fmt.Errorf("signing %s: %v", SumsFile, err)
+	}
+	path := filepath.Join(dir, SumsSignatureFile)
+	if err := os.WriteFile(path+".partial", []byte(sig+"\n"), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(path+".partial", path); err != nil {
+		return err
+	}
+	written, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := signer.Verifier().VerifyBlob(sums, string(written)); err != nil {
+		return fmt.Errorf("%s just written: %v", path, err)
+	}
+	return nil
 }
 
 // open reads a component's index from the release and checks it against images/<c>.digest and
@@ -320,7 +361,7 @@ func sbomArtifact(sbom []byte) (v1.Image, error) {
 
 // checkSums checks the release's SHA256SUMS for what the push reads: images/ and the SBOM.
 func checkSums(dir string) error {
-	f, err := os.Open(filepath.Join(dir, "SHA256SUMS"))
+	f, err := os.Open(filepath.Join(dir, SumsFile))
 	if err != nil {
 		return fmt.Errorf("the release's SHA256SUMS: %v", err)
 	}

@@ -99,6 +99,29 @@ func (v *Verifier) verify(sig, payload []byte) bool {
 	return ecdsa.VerifyASN1(v.key, h[:], sig)
 }
 
+// SignBlob signs a file's content as `cosign sign-blob --key` does: the base64 of an ECDSA
+// signature of its SHA-256, which `cosign verify-blob --key cosign.pub --signature FILE
+// --insecure-ignore-tlog=true` accepts.
+func (s *Signer) SignBlob(data []byte) (string, error) {
+	sig, err := s.sign(data)
+	if err != nil {
+		return "", err
+	}
+	return base64.StdEncoding.EncodeToString(sig), nil
+}
+
+// VerifyBlob checks a SignBlob signature (surrounding whitespace ignored) of data.
+func (v *Verifier) VerifyBlob(data []byte, sig string) error {
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(sig))
+	if err != nil {
+		return fmt.Errorf("the signature is not base64: %v", err)
+	}
+	if !v.verify(raw, data) {
+		return errors.New("the signature does not verify with this key")
+	}
+	return nil
+}
+
 // LoadPrivateKey reads a cosign private key, decrypting it with password.
 func LoadPrivateKey(path string, password []byte) (*Signer, error) {
 	data, err := os.ReadFile(path)

@@ -166,3 +166,31 @@ func TestLoadKeys(t *testing.T) {
 		t.Errorf("a missing key: err = %v", err)
 	}
 }
+
+// TestSignBlob: a blob signature verifies with the signer's key only, and only for the content signed.
+func TestSignBlob(t *testing.T) {
+	ours, ourKey := loadPair(t)
+	_, theirKey := loadPair(t)
+	sums := []byte("0123abcd  bin/linux-amd64/kubelet\n")
+	sig, err := ours.SignBlob(sums)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ourKey.VerifyBlob(sums, sig+"\n"); err != nil {
+		t.Errorf("our key refuses our signature: %v", err)
+	}
+	for name, tc := range map[string]struct {
+		key  *Verifier
+		data []byte
+		sig  string
+		want string
+	}{
+		"another key":     {theirKey, sums, sig, "does not verify"},
+		"changed content": {ourKey, []byte("0123abce  bin/linux-amd64/kubelet\n"), sig, "does not verify"},
+		"not base64":      {ourKey, sums, "%%%", "not base64"},
+	} {
+		if err := tc.key.VerifyBlob(tc.data, tc.sig); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: VerifyBlob = %v, want an error saying %q", name, err, tc.want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"text/tabwriter"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/idc-lts/kube-1.17/pkg/diagnose"
+	"github.com/idc-lts/kube-1.17/test/debpkg"
 	"github.com/idc-lts/kube-1.17/test/harness"
 	"github.com/idc-lts/kube-1.17/test/kubeadmnode"
 )
@@ -65,12 +67,19 @@ func TestKubeadmMaster(t *testing.T) {
 		}
 	})
 
-	s.run("setup: kubeadm phases, private dockerd, images, kubelet", 5*time.Minute, func(ctx context.Context) error {
+	// The node's kubelet comes from a Debian package, as on our users' nodes: upstream's layout and
+	// version (1.17.3-00) around the stock kubelet first; the release's package replaces it below.
+	upstreamPackage := debpkg.Build(t, "stock", filepath.Join(tmp, "packages"))
+	ourPackage := filepath.Join(release, "packages", fmt.Sprintf("kubelet_%s_%s.deb", debpkg.Version(filepath.Base(release)), runtime.GOARCH))
+	s.run("setup: kubeadm phases, private dockerd, images, upstream's kubelet package (dpkg -i), kubelet", 5*time.Minute, func(ctx context.Context) error {
 		m.KubeadmInit(t)
 		m.RecordHostState(t)
 		m.StartDockerd(t)
 		m.LoadControlPlaneImages(t)
 		m.TrustRegistry(t, registry)
+		if out, err := m.InstallKubeletPackage(t, upstreamPackage); err != nil {
+			return fmt.Errorf("%v\n%s", err, out)
+		}
 		m.StartKubelet(t)
 		return nil
 	})
@@ -361,6 +370,64 @@ func TestKubeadmMaster(t *testing.T) {
 		}
 		return waitLeaders(ctx, client, onThisHost)
 	})
+
+	// docs/operations.md's node procedure, on this node: drain, the package installed (dpkg -i,
+	// whose scripts restart the kubelet), the Node Ready and reporting the package's kubelet,
+	// uncordon; then pods run on it again. The drain deletes the Service's pods (bare pods:
+	// --force); the step creates them again and waits for them in the Endpoints.
+	node := func(ctx context.Context, deb, version string) error {
+		if _, err := os.Stat(deb); err != nil {
+			return fmt.Errorf("the package: %v", err)
+		}
+		if out, err := m.Kubectl(t, "drain", m.Name, "--ignore-daemonsets", "--delete-local-data", "--force", "--timeout=2m"); err != nil {
+			return fmt.Errorf("%v\n%s", err, out)
+		}
+		out, err := m.InstallKubeletPackage(t, deb)
+		_ = os.WriteFile(filepath.Join(m.LogDir, "dpkg-"+filepath.Base(deb)+".log"), []byte(out), 0o644)
+		if err != nil {
+			return fmt.Errorf("%v\n%s", err, out)
+		}
+		m.RestartKubelet(t)
+		if err := nodeReady(ctx, client, m.Name, version); err != nil {
+			return fmt.Errorf("%v\n%s", err, m.Kubelet.Tail(10))
+		}
+		if out, err := m.Kubectl(t, "uncordon", m.Name); err != nil {
+			return fmt.Errorf("%v\n%s", err, out)
+		}
+		for _, c := range components {
+			if err := waitMirrorPod(ctx, client, m.Name, c, stockImage(c)); err != nil {
+				return err
+			}
+		}
+		return createPods(ctx, client, 3)
+	}
+	s.run("the node's kubelet from the release's package (docs/operations.md's node procedure): drained, dpkg -i "+filepath.Base(ourPackage)+
+		", restarted, Ready with "+filepath.Base(release)+", uncordoned; the static pods run on, 3 new pods ready in the Endpoints", 6*time.Minute, func(ctx context.Context) error {
+		return node(ctx, ourPackage, filepath.Base(release))
+	})
+	s.run("and back to upstream's package the same way: Ready with v1.17.3, pods run again", 6*time.Minute, func(ctx context.Context) error {
+		return node(ctx, upstreamPackage, "v1.17.3")
+	})
+}
+
+// nodeReady waits until the Node reports kubelet version (its kubelet's first status update after
+// a restart says it) and its Ready condition is True, schedulable or not.
+func nodeReady(ctx context.Context, client kubernetes.Interface, name, version string) error {
+	return kubeadmnode.WaitFor(ctx, time.Second, func() (bool, error) {
+		node, err := client.CoreV1().Nodes().Get(name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if v := node.Status.NodeInfo.KubeletVersion; v != version {
+			return false, fmt.Errorf("Node %s reports kubelet %s, want %s", name, v, version)
+		}
+		for _, c := range node.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c.Status == corev1.ConditionTrue, fmt.Errorf("Node %s is not Ready: %s %s", name, c.Reason, c.Message)
+			}
+		}
+		return false, fmt.Errorf("Node %s has no Ready condition", name)
+	})
 }
 
 // servesVersion waits until the apiserver reports version (kube-apiserver's --version, the
@@ -476,6 +543,12 @@ func createHeadlessService(ctx context.Context, client kubernetes.Interface, n i
 	if _, err := client.CoreV1().Services(ns).Create(svc); err != nil {
 		return err
 	}
+	return createPods(ctx, client, n)
+}
+
+// createPods creates the headless Service's n pods and waits for its Endpoints to list them ready.
+func createPods(ctx context.Context, client kubernetes.Interface, n int) error {
+	ns, labels := "idc-lts-e2e", map[string]string{"app": "web"}
 	noToken := false
 	for i := 0; i < n; i++ {
 		pod := &corev1.Pod{
@@ -593,8 +666,10 @@ func operatorBlocks(t *testing.T) []string {
 			blocks = append(blocks, strings.Join(lines, "\n")+"\n")
 		}
 	}
-	if len(blocks) != 3 {
-		t.Fatalf("%s has %d blocks to paste, want 3 (before, apply, rollback)", doc, len(blocks))
+	// The master's three (before, apply, rollback), then the node's (the kubelet's package), which
+	// this test does not paste: dpkg -i there would install on this machine, not into the node's root.
+	if len(blocks) != 4 {
+		t.Fatalf("%s has %d blocks to paste, want 4 (the master's before, apply, rollback; the node's kubelet)", doc, len(blocks))
 	}
-	return blocks
+	return blocks[:3]
 }

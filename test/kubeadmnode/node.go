@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/idc-lts/kube-1.17/test/debpkg"
 	"github.com/idc-lts/kube-1.17/test/harness"
 )
 
@@ -87,6 +88,10 @@ type Node struct {
 	Kubelet     *harness.Process
 	stopLogs    chan struct{}
 	logsStopped chan struct{}
+	// kubeletBinary is the kubelet a Debian package installed in Root (InstallKubeletPackage);
+	// the stock build's when empty. kubeletStarts counts StartKubelet's calls (one log each).
+	kubeletBinary string
+	kubeletStarts int
 }
 
 // New describes the node of cfg; nothing is started. Teardown kills and removes what the
@@ -318,9 +323,38 @@ func (n *Node) untrustRegistries() error {
 	return nil
 }
 
-// StartKubelet runs kubelet v1.17.3 as kubeadm's systemd drop-in would (kubeconfig, static pod
-// path), pointed at the private dockerd, and with every path it would write under the master's
-// root. It registers its Node with the apiserver it hosts, so the static pods have mirror pods.
+// InstallKubeletPackage installs a kubelet Debian package (build/deb.sh) into the node's root as
+// `dpkg -i` does on a node (test/debpkg: the node's own dpkg database, the package's scripts run
+// against the root), and returns dpkg's output. StartKubelet then runs the package's
+// /usr/bin/kubelet; a kubelet already running keeps running until RestartKubelet.
+func (n *Node) InstallKubeletPackage(t *testing.T, deb string) (string, error) {
+	out, err := debpkg.NewRoot(t, n.Root).Install(deb)
+	if err != nil {
+		return out, fmt.Errorf("dpkg -i %s on %s: %v", filepath.Base(deb), n.Name, err)
+	}
+	n.kubeletBinary = n.Path("usr/bin/kubelet")
+	return out, nil
+}
+
+// RestartKubelet stops the node's kubelet and starts its binary again, as the package's scripts
+// do on an upgrade (prerm stops the unit, postinst starts it): the pods' containers keep running
+// in the container runtime.
+func (n *Node) RestartKubelet(t *testing.T) {
+	if n.stopLogs != nil {
+		close(n.stopLogs)
+		<-n.logsStopped
+		n.stopLogs = nil
+	}
+	if n.Kubelet != nil {
+		n.Kubelet.Stop()
+	}
+	n.StartKubelet(t)
+}
+
+// StartKubelet runs kubelet v1.17.3 (the installed package's when there is one, else the stock
+// build) as kubeadm's systemd drop-in would (kubeconfig, static pod path), pointed at the private
+// dockerd, and with every path it would write under the master's root. It registers its Node with
+// the apiserver it hosts, so the static pods have mirror pods.
 func (n *Node) StartKubelet(t *testing.T) {
 	if err := createCgroups(n.cgroups(t, false)); err != nil {
 		t.Fatalf("setup: cgroup root: %v", err)
@@ -330,7 +364,16 @@ func (n *Node) StartKubelet(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	n.Kubelet = n.daemon(t, "kubelet", harness.Binary(t, "stock", "kubelet"), append([]string{
+	binary := n.kubeletBinary
+	if binary == "" {
+		binary = harness.Binary(t, "stock", "kubelet")
+	}
+	n.kubeletStarts++
+	logName := "kubelet"
+	if n.kubeletStarts > 1 {
+		logName = fmt.Sprintf("kubelet-%d", n.kubeletStarts)
+	}
+	n.Kubelet = n.daemon(t, logName, binary, append([]string{
 		"--kubeconfig=" + n.Path("etc/kubernetes/kubelet.conf"),
 		"--pod-manifest-path=" + n.Path("etc/kubernetes/manifests"),
 		"--root-dir=" + n.Path("var/lib/kubelet"),

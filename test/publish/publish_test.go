@@ -174,6 +174,29 @@ func TestPublish(t *testing.T) {
 			t.Logf("cosign verify %s with another key: %s", c, lastLine(out))
 		}
 	})
+	t.Run("cosign verify-blob accepts SHA256SUMS.sig with our key, refuses another; the sums list the kubelet and its package", func(t *testing.T) {
+		sums, sig := filepath.Join(e.release, "SHA256SUMS"), filepath.Join(e.release, "SHA256SUMS.sig")
+		out, err := e.cosignRun("verify-blob", "--key", e.key("release", "pub"), "--signature", sig, "--insecure-ignore-tlog=true", sums)
+		if err != nil {
+			t.Fatalf("cosign verify-blob SHA256SUMS: %v\n%s", err, out)
+		}
+		mustContain(t, out, "Verified OK")
+		out, err = e.cosignRun("verify-blob", "--key", e.key("other", "pub"), "--signature", sig, "--insecure-ignore-tlog=true", sums)
+		if err == nil {
+			t.Fatalf("cosign verify-blob with another key accepted SHA256SUMS:\n%s", out)
+		}
+		t.Logf("cosign verify-blob with another key: %s", lastLine(out))
+		listed, err := os.ReadFile(sums)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deb := fmt.Sprintf("packages/kubelet_%s_amd64.deb", strings.TrimPrefix(filepath.Base(e.release), "v"))
+		for _, file := range []string{"bin/linux-amd64/kubelet", deb} {
+			if !strings.Contains(string(listed), "  "+file+"\n") {
+				t.Errorf("SHA256SUMS does not list %s:\n%s", file, listed)
+			}
+		}
+	})
 	t.Run("SBOM fetched by cosign equals the release's", func(t *testing.T) {
 		want, err := os.ReadFile(filepath.Join(e.release, "sbom.spdx.json"))
 		if err != nil {
