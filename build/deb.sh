@@ -35,13 +35,17 @@ mkdir -p "${out}"
 stage=$(mktemp -d "${out}/.kubelet-${arch}.XXXXXX")
 trap 'rm -rf "${stage}"' EXIT
 chmod 0755 "${stage}" # the package's ./, which mktemp made private
-install -d -m 0755 "${stage}"/{DEBIAN,usr/bin,lib/systemd/system,etc/kubernetes/manifests}
+# Upstream's package holds the binary and the unit only; postinst makes /etc/kubernetes/manifests.
+install -d -m 0755 "${stage}"/{DEBIAN,usr/bin,lib/systemd/system}
 install -m 0755 "${binary}" "${stage}/usr/bin/kubelet"
 install -m 0644 "${packaging}/kubelet.service" "${stage}/lib/systemd/system/kubelet.service"
 for script in postinst prerm postrm; do
   install -m 0755 "${packaging}/${script}" "${stage}/DEBIAN/${script}"
 done
-installed_size=$(du -sk --apparent-size --exclude=DEBIAN "${stage}" | cut -f1)
+# As dpkg-gencontrol counts it, whatever filesystem the stage is on: each file's size rounded up
+# to KiB, plus one per directory.
+installed_size=$(cd "${stage}" && find . -path ./DEBIAN -prune -o \( -type f -printf 'f %s\n' \) -o \( -type d -printf 'd\n' \) |
+  awk '$1 == "f" {kib += int(($2 + 1023) / 1024)} $1 == "d" {kib += 1} END {print kib}')
 sed -e "s/@VERSION@/${version}/" -e "s/@ARCH@/${arch}/" -e "s/@INSTALLED_SIZE@/${installed_size}/" \
   "${packaging}/control" > "${stage}/DEBIAN/control"
 chmod 0644 "${stage}/DEBIAN/control"

@@ -174,6 +174,11 @@ fetch_deb() {
 # (not its signature, SHA256SUMS.sig, which make publish writes beside it with SIGNING_KEY).
 release_sha256sums() {
   local sums
+  # A signature of the sums being replaced would no longer verify: make publish signs again.
+  if [ -e "$1/SHA256SUMS.sig" ]; then
+    rm -f "$1/SHA256SUMS.sig"
+    log "removed $1/SHA256SUMS.sig: it signed the SHA256SUMS rewritten here; make publish with SIGNING_KEY signs the new one"
+  fi
   sums=$(cd "$1" && find . -type f ! -path ./SHA256SUMS ! -path ./SHA256SUMS.sig | LC_ALL=C sort | sed 's|^\./||' | xargs sha256sum)
   printf '%s\n' "${sums}" > "$1/SHA256SUMS"
 }

@@ -2,7 +2,8 @@
 # Pushes the release in RELEASE_DIR to REGISTRY (build/cmd/publish says how): each component's
 # multi-arch index and per-arch images by digest, the SBOM attached to each index, a cosign
 # signature of each when SIGNING_KEY names a cosign private key (password in COSIGN_PASSWORD),
-# and the version tags last. Credentials come from the Docker config (DOCKER_CONFIG or
+# and the version tags last; with the key it also signs the release's SHA256SUMS, which lists every
+# file of the release (SHA256SUMS.sig beside it, as cosign sign-blob writes it). Credentials come from the Docker config (DOCKER_CONFIG or
 # ~/.docker/config.json).
 #   make publish REGISTRY=registry.example.com/k8s [REGISTRY_CA_FILE=ca.pem] [SIGNING_KEY=cosign.key]
 #     [REGISTRY_PLAIN_HTTP=1] [FORCE=1]

@@ -1,6 +1,8 @@
 // Package publish pushes a release's images to the operator's registry: per component the
 // multi-arch OCI index and its per-arch images, the release's SBOM attached to the index, cosign
-// signatures when a key is given, and the version tag last.
+// signatures when a key is given, and the version tag last; with the key, the release's SHA256SUMS
+// (every file of the release: binaries, the kubelet's packages, images, SBOM) is signed too, as
+// cosign sign-blob would, into SHA256SUMS.sig.
 //
 // The order is what makes a failure harmless: nothing is written before every check passed
 // (SHA256SUMS, the digests, the manifests' registry, tags that would move); content goes by

@@ -71,9 +71,26 @@ func (r Root) Path(rel string) string { return filepath.Join(string(r), rel) }
 // (--force-script-chrootless: the root has no shell to chroot into), the dependencies (iptables,
 // kubernetes-cni, ...) are a node's, not the root's (--force-depends), and dpkg logs into the root.
 // It returns dpkg's output.
+// The maintainer scripts run with a systemctl first on PATH that only records its calls: one
+// would act on this machine's systemd, so a call is an error.
 func (r Root) Install(deb string) (string, error) {
-	out, err := exec.Command("dpkg", "--root="+string(r), "--log="+r.Path("var/log/dpkg.log"),
-		"--force-depends", "--force-script-chrootless", "-i", deb).CombinedOutput()
+	stubs, err := os.MkdirTemp("", "debpkg-stubs")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(stubs)
+	calls := filepath.Join(stubs, "systemctl.calls")
+	stub := "#!/bin/sh\necho \"systemctl $*\" >> " + calls + "\n"
+	if err := os.WriteFile(filepath.Join(stubs, "systemctl"), []byte(stub), 0o755); err != nil {
+		return "", err
+	}
+	cmd := exec.Command("dpkg", "--root="+string(r), "--log="+r.Path("var/log/dpkg.log"),
+		"--force-depends", "--force-script-chrootless", "-i", deb)
+	cmd.Env = append(os.Environ(), "PATH="+stubs+":"+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	if called, _ := os.ReadFile(calls); len(called) > 0 {
+		return string(out), fmt.Errorf("the maintainer scripts of %s called systemctl under dpkg --root, which acts on this machine: %s", filepath.Base(deb), strings.TrimSpace(string(called)))
+	}
 	return string(out), err
 }
 

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/idc-lts/kube-1.17/pkg/diagnose"
@@ -301,6 +302,50 @@ func TestKubeadmMaster(t *testing.T) {
 		return checkInstances(r, true)
 	})
 
+	// docs/operations.md's node procedure, on this node: drain, the package installed (dpkg -i,
+	// whose scripts restart the kubelet), the Node Ready and reporting the package's kubelet,
+	// uncordon; then pods run on it again. The drain deletes the Service's pods (bare pods:
+	// --force); the step creates them again and waits for them in the Endpoints.
+	node := func(ctx context.Context, deb, version string) error {
+		if _, err := os.Stat(deb); err != nil {
+			return fmt.Errorf("the package: %v", err)
+		}
+		// The control plane's containers, which the kubelet's restart must leave running.
+		staticPods := func() (string, error) {
+			return m.Docker("ps", "--quiet", "--no-trunc", "--filter", "label=io.kubernetes.pod.namespace=kube-system")
+		}
+		before, err := staticPods()
+		if err != nil || strings.TrimSpace(before) == "" {
+			return fmt.Errorf("the control plane's containers before the drain: %q, %v", before, err)
+		}
+		if out, err := m.Kubectl(t, "drain", m.Name, "--ignore-daemonsets", "--delete-local-data", "--force", "--timeout=2m", "--request-timeout=30s"); err != nil {
+			return fmt.Errorf("%v\n%s", err, out)
+		}
+		out, err := m.InstallKubeletPackage(t, deb)
+		_ = os.WriteFile(filepath.Join(m.LogDir, "dpkg-"+filepath.Base(deb)+".log"), []byte(out), 0o644)
+		if err != nil {
+			return fmt.Errorf("%v\n%s", err, out)
+		}
+		m.RestartKubelet(t)
+		if err := nodeReady(ctx, client, m.Name, version); err != nil {
+			return fmt.Errorf("%v\n%s", err, m.Kubelet.Tail(10))
+		}
+		if out, err := m.Kubectl(t, "uncordon", m.Name, "--request-timeout=30s"); err != nil {
+			return fmt.Errorf("%v\n%s", err, out)
+		}
+		if after, err := staticPods(); err != nil || after != before {
+			return fmt.Errorf("the control plane's containers changed across the kubelet's restart (%v):\nbefore:\n%s\nafter:\n%s", err, before, after)
+		}
+		return createPods(ctx, client, 3)
+	}
+	s.run("the node's kubelet from the release's package under our control plane (docs/operations.md's node procedure): drained, dpkg -i "+filepath.Base(ourPackage)+
+		", restarted, Ready with "+filepath.Base(release)+", uncordoned; the control plane's containers untouched, 3 new pods ready in the Endpoints", 6*time.Minute, func(ctx context.Context) error {
+		return node(ctx, ourPackage, filepath.Base(release))
+	})
+	s.run("and back to upstream's package the same way: Ready with v1.17.3, pods run again", 6*time.Minute, func(ctx context.Context) error {
+		return node(ctx, upstreamPackage, "v1.17.3")
+	})
+
 	// A planned restart of each patched component (a flag changed: the kubelet stops the pod with
 	// SIGTERM and starts the new one): the old instance releases its Lease (patch 0028), so the new
 	// one leads as soon as it starts instead of waiting for the lease to expire.
@@ -371,43 +416,6 @@ func TestKubeadmMaster(t *testing.T) {
 		return waitLeaders(ctx, client, onThisHost)
 	})
 
-	// docs/operations.md's node procedure, on this node: drain, the package installed (dpkg -i,
-	// whose scripts restart the kubelet), the Node Ready and reporting the package's kubelet,
-	// uncordon; then pods run on it again. The drain deletes the Service's pods (bare pods:
-	// --force); the step creates them again and waits for them in the Endpoints.
-	node := func(ctx context.Context, deb, version string) error {
-		if _, err := os.Stat(deb); err != nil {
-			return fmt.Errorf("the package: %v", err)
-		}
-		if out, err := m.Kubectl(t, "drain", m.Name, "--ignore-daemonsets", "--delete-local-data", "--force", "--timeout=2m"); err != nil {
-			return fmt.Errorf("%v\n%s", err, out)
-		}
-		out, err := m.InstallKubeletPackage(t, deb)
-		_ = os.WriteFile(filepath.Join(m.LogDir, "dpkg-"+filepath.Base(deb)+".log"), []byte(out), 0o644)
-		if err != nil {
-			return fmt.Errorf("%v\n%s", err, out)
-		}
-		m.RestartKubelet(t)
-		if err := nodeReady(ctx, client, m.Name, version); err != nil {
-			return fmt.Errorf("%v\n%s", err, m.Kubelet.Tail(10))
-		}
-		if out, err := m.Kubectl(t, "uncordon", m.Name); err != nil {
-			return fmt.Errorf("%v\n%s", err, out)
-		}
-		for _, c := range components {
-			if err := waitMirrorPod(ctx, client, m.Name, c, stockImage(c)); err != nil {
-				return err
-			}
-		}
-		return createPods(ctx, client, 3)
-	}
-	s.run("the node's kubelet from the release's package (docs/operations.md's node procedure): drained, dpkg -i "+filepath.Base(ourPackage)+
-		", restarted, Ready with "+filepath.Base(release)+", uncordoned; the static pods run on, 3 new pods ready in the Endpoints", 6*time.Minute, func(ctx context.Context) error {
-		return node(ctx, ourPackage, filepath.Base(release))
-	})
-	s.run("and back to upstream's package the same way: Ready with v1.17.3, pods run again", 6*time.Minute, func(ctx context.Context) error {
-		return node(ctx, upstreamPackage, "v1.17.3")
-	})
 }
 
 // nodeReady waits until the Node reports kubelet version (its kubelet's first status update after
@@ -550,6 +558,7 @@ func createHeadlessService(ctx context.Context, client kubernetes.Interface, n i
 func createPods(ctx context.Context, client kubernetes.Interface, n int) error {
 	ns, labels := "idc-lts-e2e", map[string]string{"app": "web"}
 	noToken := false
+	created := map[types.UID]bool{}
 	for i := 0; i < n; i++ {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-%d", i), Labels: labels},
@@ -562,8 +571,11 @@ func createPods(ctx context.Context, client kubernetes.Interface, n int) error {
 		// The ServiceAccount admission plugin refuses pods until the controller manager has
 		// created the namespace's default ServiceAccount.
 		if err := kubeadmnode.WaitFor(ctx, time.Second, func() (bool, error) {
-			_, err := client.CoreV1().Pods(ns).Create(pod)
-			return err == nil || apierrors.IsAlreadyExists(err), err
+			made, err := client.CoreV1().Pods(ns).Create(pod)
+			if err == nil {
+				created[made.UID] = true
+			}
+			return err == nil, err
 		}); err != nil {
 			return err
 		}
@@ -573,11 +585,16 @@ func createPods(ctx context.Context, client kubernetes.Interface, n int) error {
 		if err != nil {
 			return false, err
 		}
-		ready := 0
+		ready, ours := 0, 0
 		for _, subset := range ep.Subsets {
-			ready += len(subset.Addresses)
+			for _, a := range subset.Addresses {
+				ready++
+				if a.TargetRef != nil && created[a.TargetRef.UID] {
+					ours++
+				}
+			}
 		}
-		return ready == n, fmt.Errorf("Endpoints %s/web lists %d ready addresses, want %d", ns, ready, n)
+		return ready == n && ours == n, fmt.Errorf("Endpoints %s/web lists %d ready addresses, %d of them the pods just created, want %d", ns, ready, ours, n)
 	})
 }
 
