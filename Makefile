@@ -20,12 +20,12 @@ patch: source ## Apply patches/series: branch "patched", tag "stock" (build fixe
 	build/patch.sh
 
 .PHONY: build
-build: patch ## Build the stock harness and the patched components into _output/bin/{stock,patched}/linux-<arch>
+build: patch ## Build the stock harness and the patched components and kubelet into _output/bin/{stock,patched}/linux-<arch>
 	build/build.sh stock harness
 	build/build.sh patched
 
 .PHONY: binaries
-binaries: patch ## The patched components for every architecture of ARCHS (default "amd64 arm64")
+binaries: patch ## The patched components and kubelet for every architecture of ARCHS (default "amd64 arm64")
 	build/build.sh --all-archs patched
 
 .PHONY: rootfs
@@ -46,7 +46,7 @@ kubeadm: patch ## Stock kubeadm, which writes the release's static-pod manifests
 	build/build.sh stock kubeadm
 
 .PHONY: release
-release: images kubeadm ## Cut _output/release/<version>: binaries, images, manifests, SBOM, notes, SHA256SUMS
+release: images kubeadm ## Cut _output/release/<version>: binaries, the kubelet's .deb, images, manifests, SBOM, notes, SHA256SUMS
 	build/release.sh
 
 .PHONY: publish
