@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/idc-lts/kube-1.17/test/debpkg"
 	"github.com/idc-lts/kube-1.17/test/harness"
 	"github.com/idc-lts/kube-1.17/test/kubeadmnode"
 )
@@ -185,7 +186,13 @@ func startCluster(t *testing.T, ours *ourRelease) *cluster {
 	if ours != nil {
 		master.TrustRegistry(t, ours.registry)
 	}
+	// Each node's kubelet comes from upstream's package layout at 1.17.3-00 (build/deb.sh stock),
+	// as on our users' nodes; ours replaces it for the ours run (swapKubelets).
+	upstreamPackage := debpkg.Build(t, "stock", t.TempDir())
 	for _, node := range nodes {
+		if out, err := node.InstallKubeletPackage(t, upstreamPackage); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
 		node.StartKubelet(t)
 	}
 

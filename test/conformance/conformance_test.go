@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"os/exec"
@@ -82,9 +83,18 @@ func TestConformance(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(logDir, "nodes.txt"), []byte(strings.Join(names, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// What the kubelets tried to pull, read before a kubelet is replaced (its log is its own).
+	var pulling []string
+	collectPulls := func() {
+		for _, node := range c.nodes {
+			pulling = append(pulling, node.Kubelet.LogLines("Pulling image")...)
+		}
+	}
 	for _, variant := range variants {
 		if variant == "ours" {
 			c.swapIn(t, ours)
+			collectPulls()
+			c.swapKubelets(t, ours)
 		}
 		c.recordImages(t, variant, logDir, ours)
 		start := time.Now()
@@ -104,10 +114,7 @@ func TestConformance(t *testing.T) {
 	}
 	// Offline, a missing image fails its pull at once and the test that wanted it fails on its
 	// own; this names the image.
-	var pulling []string
-	for _, node := range c.nodes {
-		pulling = append(pulling, node.Kubelet.LogLines("Pulling image")...)
-	}
+	collectPulls()
 	if pulls := unexpectedPulls(pulling, ours); len(pulls) > 0 {
 		t.Errorf("PULL ATTEMPT: a kubelet tried to pull images the run does not have (make conformance-images builds each test's): %s",
 			strings.Join(pulls, ", "))
@@ -306,6 +313,18 @@ func (c *cluster) recordImages(t *testing.T, variant, logDir string, ours *ourRe
 		// docker://sha256:…, an image loaded by its ID
 		id := status.ImageID[strings.LastIndexAny(status.ImageID, "/@")+1:]
 		lines = append(lines, fmt.Sprintf("%s %s", status.Image, id))
+	}
+	// Each node's kubelet, by the sha256 of the binary it runs (the package's /usr/bin/kubelet).
+	for _, node := range c.nodes {
+		n, err := c.client.CoreV1().Nodes().Get(node.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		binary, err := os.ReadFile(node.Path("usr/bin/kubelet"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, fmt.Sprintf("kubelet:%s@%s sha256:%x", n.Status.NodeInfo.KubeletVersion, node.Name, sha256.Sum256(binary)))
 	}
 	if err := os.WriteFile(filepath.Join(logDir, variant+"-images.txt"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)

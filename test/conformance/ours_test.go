@@ -1,16 +1,22 @@
 package conformance
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/idc-lts/kube-1.17/test/debpkg"
 	"github.com/idc-lts/kube-1.17/test/harness"
+	"github.com/idc-lts/kube-1.17/test/kubeadmnode"
 )
 
 // ourRelease is the release whose control plane the second run tests, published as an
@@ -129,6 +135,45 @@ func (c *cluster) swapIn(t *testing.T, r *ourRelease) {
 			}
 		}
 		t.Logf("%s runs %s", component, r.images[component])
+	}
+}
+
+// swapKubelets installs the release's kubelet package on every node, as docs/operations.md's node
+// block does (dpkg -i, the kubelet restarted: its pods' containers keep running; no drain between
+// the runs, when only the cluster's own pods run), and waits for each Node to report it and be
+// Ready.
+func (c *cluster) swapKubelets(t *testing.T, r *ourRelease) {
+	version := filepath.Base(r.dir)
+	deb := filepath.Join(r.dir, "packages", fmt.Sprintf("kubelet_%s_%s.deb", debpkg.Version(version), runtime.GOARCH))
+	for _, node := range c.nodes {
+		out, err := node.InstallKubeletPackage(t, deb)
+		_ = os.WriteFile(filepath.Join(node.LogDir, "dpkg-"+filepath.Base(deb)+".log"), []byte(out), 0o644)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		node.RestartKubelet(t)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for _, node := range c.nodes {
+		if err := kubeadmnode.WaitFor(ctx, time.Second, func() (bool, error) {
+			n, err := c.client.CoreV1().Nodes().Get(node.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if v := n.Status.NodeInfo.KubeletVersion; v != version {
+				return false, fmt.Errorf("Node %s reports kubelet %s, want %s", node.Name, v, version)
+			}
+			for _, cond := range n.Status.Conditions {
+				if cond.Type == corev1.NodeReady {
+					return cond.Status == corev1.ConditionTrue, fmt.Errorf("Node %s is not Ready: %s", node.Name, cond.Message)
+				}
+			}
+			return false, fmt.Errorf("Node %s has no Ready condition", node.Name)
+		}); err != nil {
+			t.Fatalf("our kubelet: %v\n%s", err, node.Kubelet.Tail(10))
+		}
+		t.Logf("%s runs kubelet %s from %s", node.Name, version, filepath.Base(deb))
 	}
 }
 

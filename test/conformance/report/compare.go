@@ -69,8 +69,9 @@ func Compare(stock, ours map[string]Case, tests []string) (Comparison, error) {
 		name  string
 		cases map[string]Case
 	}{{"stock", stock}, {"ours", ours}} {
-		for name := range run.cases {
-			if strings.Contains(name, ConformanceTag) && !expected[name] {
+		for name, c := range run.cases {
+			// ginkgo's JUnit lists the specs a focus left out as skipped: only one that ran counts.
+			if strings.Contains(name, ConformanceTag) && !expected[name] && c.Result != Skipped {
 				problems = append(problems, fmt.Sprintf("%s ran %q, which is not one of the %d tests", run.name, name, len(tests)))
 			}
 		}

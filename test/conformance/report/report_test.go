@@ -220,6 +220,28 @@ func TestTheReportAccountsForEveryTest(t *testing.T) {
 	}
 }
 
+// TestASubsetCountsOnlyTheSpecsThatRan: ginkgo's JUnit lists every spec a focus left out as
+// skipped; a conformance test among them that is not on the subset's list is no problem (make
+// conformance-subset), one that ran is (TestTheReportAccountsForEveryTest).
+func TestASubsetCountsOnlyTheSpecsThatRan(t *testing.T) {
+	stockDir, oursDir := runs(t)
+	left := "[sig-apps] Job should run a job to completion [Conformance]"
+	for _, dir := range []string{stockDir, oursDir} {
+		junit(t, dir, "junit_parallel-03.xml", skipped(left))
+	}
+	stock, err := ReadRun(stockDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, err := ReadRun(oursDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Compare(stock, ours, conformanceTests); err != nil {
+		t.Errorf("a spec the focus skipped was counted: %v", err)
+	}
+}
+
 func cellText(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
 // TestEvidenceIsTheRunInUpstreamsForm: e2e.log holds each phase's log in order and ends in
