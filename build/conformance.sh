@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # make conformance: upstream v1.17.3's conformance tests on a two-node kubeadm cluster, each
-# node a real kubelet in a network namespace with no route out, first with the stock control plane, then
-# with the release's kube-apiserver, kube-controller-manager and kube-scheduler swapped in by cpswap
-# (test/conformance, TestConformance). conformance-report compares the runs into
+# node a real kubelet in a network namespace with no route out, first with the stock control plane and
+# kubelets, then with the release's kube-apiserver, kube-controller-manager and kube-scheduler swapped
+# in by cpswap and its kubelet package on each node (test/conformance, TestConformance). conformance-report compares the runs into
 # docs/conformance.md and the release's conformance.txt, and fails when a test that passed with
 # stock did not pass with ours. make conformance builds what it needs first (make release among it).
 # Each run's evidence in upstream's form (e2e.log, junit_01.xml: report.WriteEvidence) goes into the
@@ -34,7 +34,7 @@ logs="${OUTPUT_DIR}/test-logs/TestConformance"
 start=$(date +%s)
 # Interrupted, go test dies without its cleanups: what it started goes the way the next run's would.
 trap 'trap - INT TERM; make -C "${REPO_ROOT}" conformance-clean; exit 130' INT TERM
-# The test checks that the images it ran are the release's (RELEASE_DIR) before it runs them.
+# The test checks that the images and the kubelet package it ran are the release's (RELEASE_DIR).
 (cd "${REPO_ROOT}" && RELEASE_DIR="${RELEASE_DIR}" go test -count=1 -v -timeout 170m -run '^TestConformance$' ./test/conformance/) ||
   die "TestConformance failed (its log above; the runs' logs in ${logs})"
 minutes=$(( ($(date +%s) - start + 30) / 60 ))

@@ -41,8 +41,9 @@ const (
 const ginkgoSeed = "1436380640"
 
 // TestConformance runs upstream v1.17.3's conformance tests on a two-node cluster
-// (startCluster), first with the stock control plane, then with ours swapped in by cpswap as an
-// operator would, each run in Phases. JUnit files go to the test's log directory,
+// (startCluster), first with the stock control plane and kubelets, then with ours: the control
+// plane swapped in by cpswap as an operator would, each node's kubelet by the release's package
+// (swapKubelets); each run in Phases. JUnit files go to the test's log directory,
 // junit/<variant>/; conformance-report compares them.
 func TestConformance(t *testing.T) {
 	variants := strings.Fields(envOr(variantsVar, "stock ours"))
@@ -83,17 +84,9 @@ func TestConformance(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(logDir, "nodes.txt"), []byte(strings.Join(names, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// What the kubelets tried to pull, read before a kubelet is replaced (its log is its own).
-	var pulling []string
-	collectPulls := func() {
-		for _, node := range c.nodes {
-			pulling = append(pulling, node.Kubelet.LogLines("Pulling image")...)
-		}
-	}
 	for _, variant := range variants {
 		if variant == "ours" {
 			c.swapIn(t, ours)
-			collectPulls()
 			c.swapKubelets(t, ours)
 		}
 		c.recordImages(t, variant, logDir, ours)
@@ -114,7 +107,11 @@ func TestConformance(t *testing.T) {
 	}
 	// Offline, a missing image fails its pull at once and the test that wanted it fails on its
 	// own; this names the image.
-	collectPulls()
+	// What every kubelet the nodes ran tried to pull (ours replaced upstream's in the ours run).
+	var pulling []string
+	for _, node := range c.nodes {
+		pulling = append(pulling, node.KubeletLogLines("Pulling image")...)
+	}
 	if pulls := unexpectedPulls(pulling, ours); len(pulls) > 0 {
 		t.Errorf("PULL ATTEMPT: a kubelet tried to pull images the run does not have (make conformance-images builds each test's): %s",
 			strings.Join(pulls, ", "))
@@ -295,7 +292,8 @@ func podReady(pod *corev1.Pod) bool {
 
 // recordImages writes <variant>-images.txt in logDir, for the report to name: each control-plane
 // component's image as the kubelet runs it, by ID; the release's, in ours, by their image for
-// this machine's architecture, the digest the operator's release (RELEASE_DIR) shares.
+// this machine's architecture, the digest the operator's release (RELEASE_DIR) shares; and each
+// node's kubelet, by the sha256 of the binary its package installed.
 func (c *cluster) recordImages(t *testing.T, variant, logDir string, ours *ourRelease) {
 	var lines []string
 	for _, component := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd"} {

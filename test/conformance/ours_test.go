@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -138,24 +139,40 @@ func (c *cluster) swapIn(t *testing.T, r *ourRelease) {
 	}
 }
 
-// swapKubelets installs the release's kubelet package on every node, as docs/operations.md's node
-// block does (dpkg -i, the kubelet restarted: its pods' containers keep running; no drain between
-// the runs, when only the cluster's own pods run), and waits for each Node to report it and be
-// Ready.
+// swapKubelets installs the release's kubelet package on every node by dpkg -i and a kubelet
+// restart (its pods' containers keep running; no drain, unlike docs/operations.md's node block:
+// between the runs only the cluster's own pods run). One node at a time: each Node must report
+// our kubelet and be Ready, and every kube-system pod on it Ready again as the new kubelet
+// probed it, before the next node's restart, so that CoreDNS is never down on both at once.
+// When RELEASE_DIR names the operator's release, its package must be the one tested (build/deb.sh
+// is reproducible).
 func (c *cluster) swapKubelets(t *testing.T, r *ourRelease) {
 	version := filepath.Base(r.dir)
-	deb := filepath.Join(r.dir, "packages", fmt.Sprintf("kubelet_%s_%s.deb", debpkg.Version(version), runtime.GOARCH))
+	name := fmt.Sprintf("kubelet_%s_%s.deb", debpkg.Version(version), runtime.GOARCH)
+	deb := filepath.Join(r.dir, "packages", name)
+	if operator := os.Getenv("RELEASE_DIR"); operator != "" {
+		ours, err := os.ReadFile(deb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		theirs, err := os.ReadFile(filepath.Join(operator, "packages", name))
+		if err != nil {
+			t.Fatalf("the operator's release: %v", err)
+		}
+		if !bytes.Equal(ours, theirs) {
+			t.Fatalf("%s differs between %s and the release under test: not the same build", name, operator)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
 	for _, node := range c.nodes {
+		restarted := metav1.Now()
 		out, err := node.InstallKubeletPackage(t, deb)
-		_ = os.WriteFile(filepath.Join(node.LogDir, "dpkg-"+filepath.Base(deb)+".log"), []byte(out), 0o644)
+		_ = os.WriteFile(filepath.Join(node.LogDir, "dpkg-"+name+".log"), []byte(out), 0o644)
 		if err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
 		node.RestartKubelet(t)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	for _, node := range c.nodes {
 		if err := kubeadmnode.WaitFor(ctx, time.Second, func() (bool, error) {
 			n, err := c.client.CoreV1().Nodes().Get(node.Name, metav1.GetOptions{})
 			if err != nil {
@@ -165,15 +182,37 @@ func (c *cluster) swapKubelets(t *testing.T, r *ourRelease) {
 				return false, fmt.Errorf("Node %s reports kubelet %s, want %s", node.Name, v, version)
 			}
 			for _, cond := range n.Status.Conditions {
-				if cond.Type == corev1.NodeReady {
-					return cond.Status == corev1.ConditionTrue, fmt.Errorf("Node %s is not Ready: %s", node.Name, cond.Message)
+				if cond.Type == corev1.NodeReady && cond.Status != corev1.ConditionTrue {
+					return false, fmt.Errorf("Node %s is not Ready: %s", node.Name, cond.Message)
 				}
 			}
-			return false, fmt.Errorf("Node %s has no Ready condition", node.Name)
+			pods, err := c.client.CoreV1().Pods("kube-system").List(metav1.ListOptions{FieldSelector: "spec.nodeName=" + node.Name})
+			if err != nil {
+				return false, err
+			}
+			for _, pod := range pods.Items {
+				// A restarted kubelet counts a container with a readiness probe unready until its
+				// first probe, up to one period after it starts: wait that long, then for Ready.
+				for _, container := range pod.Spec.Containers {
+					if p := container.ReadinessProbe; p != nil {
+						period := time.Duration(p.PeriodSeconds) * time.Second
+						if period == 0 {
+							period = 10 * time.Second
+						}
+						if since := time.Since(restarted.Time); since < period+time.Duration(p.InitialDelaySeconds)*time.Second+5*time.Second {
+							return false, fmt.Errorf("kube-system pod %s: the new kubelet has not probed it yet (%s since the restart)", pod.Name, since.Round(time.Second))
+						}
+					}
+				}
+				if !podReady(&pod) {
+					return false, fmt.Errorf("kube-system pod %s is not Ready", pod.Name)
+				}
+			}
+			return true, nil
 		}); err != nil {
 			t.Fatalf("our kubelet: %v\n%s", err, node.Kubelet.Tail(10))
 		}
-		t.Logf("%s runs kubelet %s from %s", node.Name, version, filepath.Base(deb))
+		t.Logf("%s runs kubelet %s from %s", node.Name, version, name)
 	}
 }
 

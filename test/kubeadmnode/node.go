@@ -92,6 +92,8 @@ type Node struct {
 	// the stock build's when empty. kubeletStarts counts StartKubelet's calls (one log each).
 	kubeletBinary string
 	kubeletStarts int
+	// pastKubelets are the kubelets RestartKubelet stopped, for their logs.
+	pastKubelets []*harness.Process
 }
 
 // New describes the node of cfg; nothing is started. Teardown kills and removes what the
@@ -347,8 +349,20 @@ func (n *Node) RestartKubelet(t *testing.T) {
 	}
 	if n.Kubelet != nil {
 		n.Kubelet.Stop()
+		n.pastKubelets = append(n.pastKubelets, n.Kubelet)
 	}
 	n.StartKubelet(t)
+}
+
+// KubeletLogLines returns the lines holding substr of every kubelet the node ran, in order.
+func (n *Node) KubeletLogLines(substr string) []string {
+	var lines []string
+	for _, k := range append(append([]*harness.Process(nil), n.pastKubelets...), n.Kubelet) {
+		if k != nil {
+			lines = append(lines, k.LogLines(substr)...)
+		}
+	}
+	return lines
 }
 
 // StartKubelet runs kubelet v1.17.3 (the installed package's when there is one, else the stock

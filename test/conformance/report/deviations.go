@@ -9,7 +9,7 @@ type Deviation struct{ What, Why string }
 // that a change there shows here in review.
 var Deviations = []Deviation{
 	{
-		What: "The \"stock\" control-plane images are v1.17.3 rebuilt from source (tag stock of the series: upstream v1.17.3 plus the build fixes 0001-0003) with this repository's Go toolchain (images/e2e/build.sh), not k8s.gcr.io's",
+		What: "The \"stock\" control-plane images and kubelets are v1.17.3 rebuilt from source (tag stock of the series: upstream v1.17.3 plus the build fixes 0001-0003) with this repository's Go toolchain (images/e2e/build.sh; the kubelet in upstream's package layout at 1.17.3-00 by build/deb.sh), not k8s.gcr.io's images and apt's kubelet_1.17.3-00",
 		Why:  "nothing can be pulled here; the build fixes change how the tree builds with today's Go, not what it does, and both runs share them, so the comparison isolates our patches 0004 onwards",
 	},
 	{
