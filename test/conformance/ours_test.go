@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/layout"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/idc-lts/kube-1.17/test/debpkg"
@@ -167,24 +166,13 @@ func (c *cluster) swapKubelets(t *testing.T, r *ourRelease) {
 	defer cancel()
 	for _, node := range c.nodes {
 		restarted := metav1.Now()
-		out, err := node.InstallKubeletPackage(t, deb)
-		_ = os.WriteFile(filepath.Join(node.LogDir, "dpkg-"+name+".log"), []byte(out), 0o644)
-		if err != nil {
+		if out, err := node.InstallKubeletPackage(t, deb); err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
 		node.RestartKubelet(t)
 		if err := kubeadmnode.WaitFor(ctx, time.Second, func() (bool, error) {
-			n, err := c.client.CoreV1().Nodes().Get(node.Name, metav1.GetOptions{})
-			if err != nil {
+			if ready, err := kubeadmnode.RunsKubelet(c.client, node.Name, version); !ready {
 				return false, err
-			}
-			if v := n.Status.NodeInfo.KubeletVersion; v != version {
-				return false, fmt.Errorf("Node %s reports kubelet %s, want %s", node.Name, v, version)
-			}
-			for _, cond := range n.Status.Conditions {
-				if cond.Type == corev1.NodeReady && cond.Status != corev1.ConditionTrue {
-					return false, fmt.Errorf("Node %s is not Ready: %s", node.Name, cond.Message)
-				}
 			}
 			pods, err := c.client.CoreV1().Pods("kube-system").List(metav1.ListOptions{FieldSelector: "spec.nodeName=" + node.Name})
 			if err != nil {

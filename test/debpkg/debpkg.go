@@ -49,7 +49,7 @@ func NewRoot(t testing.TB, dir string) Root {
 	if os.Geteuid() != 0 {
 		tier.Missing(t, "run it as root", "dpkg installs files owned by root")
 	}
-	tool(t, "dpkg")
+	harness.Tool(t, "dpkg", "dpkg")
 	for _, sub := range []string{"var/lib/dpkg/info", "var/lib/dpkg/updates", "var/lib/dpkg/triggers", "var/log"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
 			t.Fatal(err)
@@ -120,11 +120,4 @@ func Version(kubeletVersion string) string {
 		return v + "-00"
 	}
 	return v
-}
-
-func tool(t testing.TB, name string) {
-	t.Helper()
-	if _, err := exec.LookPath(name); err != nil {
-		tier.Missing(t, "run 'sudo hack/install-tools.sh'", "no %s on PATH", name)
-	}
 }

@@ -30,45 +30,34 @@ RestartSec=10
 WantedBy=multi-user.target
 `
 
-// built holds the package of each variant, built once for the package's tests (builtIn).
+// built holds the package of each variant, built once for the package's tests under the output
+// directory (builtIn), which the first build empties: a killed run's packages and dpkg roots
+// (root's files) go with the next run, or with make clean.
 var (
 	built   = map[string]string{}
 	builtIn string
 )
 
-// TestMain builds under the output directory, emptied first: a killed run's packages and dpkg
-// roots (root's files) go with the next run, or with make clean.
 func TestMain(m *testing.M) {
-	builtIn = filepath.Join(outputDir(), "debpkg-test")
-	if err := os.RemoveAll(builtIn); err != nil {
-		panic(err)
-	}
-	if err := os.MkdirAll(builtIn, 0o755); err != nil {
-		panic(err)
-	}
 	code := m.Run()
-	os.RemoveAll(builtIn)
-	os.Exit(code)
-}
-
-// outputDir is harness.OutputDir without a test: $OUTPUT_DIR (relative to the repository), else
-// the repository's _output.
-func outputDir() string {
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	switch dir := os.Getenv("OUTPUT_DIR"); {
-	case dir == "":
-		return filepath.Join(root, "_output")
-	case filepath.IsAbs(dir):
-		return dir
-	default:
-		return filepath.Join(root, dir)
+	if builtIn != "" {
+		os.RemoveAll(builtIn)
 	}
+	os.Exit(code)
 }
 
 // pkg is the package of variant, built on first use.
 func pkg(t *testing.T, variant string) string {
 	t.Helper()
+	if builtIn == "" {
+		builtIn = filepath.Join(harness.OutputDir(t), "debpkg-test")
+		if err := os.RemoveAll(builtIn); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(builtIn, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if built[variant] == "" {
 		built[variant] = Build(t, variant, builtIn)
 	}
@@ -222,7 +211,7 @@ func TestDebScriptRefusesBadInput(t *testing.T) {
 
 func dpkgDeb(t *testing.T, args ...string) string {
 	t.Helper()
-	tool(t, "dpkg-deb")
+	harness.Tool(t, "dpkg-deb", "dpkg")
 	out, err := exec.Command("dpkg-deb", args...).Output()
 	if err != nil {
 		t.Fatalf("dpkg-deb %s: %v", strings.Join(args, " "), err)

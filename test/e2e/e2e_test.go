@@ -321,13 +321,11 @@ func TestKubeadmMaster(t *testing.T) {
 		if out, err := m.Kubectl(t, "drain", m.Name, "--ignore-daemonsets", "--delete-local-data", "--force", "--timeout=2m", "--request-timeout=30s"); err != nil {
 			return fmt.Errorf("%v\n%s", err, out)
 		}
-		out, err := m.InstallKubeletPackage(t, deb)
-		_ = os.WriteFile(filepath.Join(m.LogDir, "dpkg-"+filepath.Base(deb)+".log"), []byte(out), 0o644)
-		if err != nil {
+		if out, err := m.InstallKubeletPackage(t, deb); err != nil {
 			return fmt.Errorf("%v\n%s", err, out)
 		}
 		m.RestartKubelet(t)
-		if err := nodeReady(ctx, client, m.Name, version); err != nil {
+		if err := kubeadmnode.WaitFor(ctx, time.Second, func() (bool, error) { return kubeadmnode.RunsKubelet(client, m.Name, version) }); err != nil {
 			return fmt.Errorf("%v\n%s", err, m.Kubelet.Tail(10))
 		}
 		if out, err := m.Kubectl(t, "uncordon", m.Name, "--request-timeout=30s"); err != nil {
@@ -416,26 +414,6 @@ func TestKubeadmMaster(t *testing.T) {
 		return waitLeaders(ctx, client, onThisHost)
 	})
 
-}
-
-// nodeReady waits until the Node reports kubelet version (its kubelet's first status update after
-// a restart says it) and its Ready condition is True, schedulable or not.
-func nodeReady(ctx context.Context, client kubernetes.Interface, name, version string) error {
-	return kubeadmnode.WaitFor(ctx, time.Second, func() (bool, error) {
-		node, err := client.CoreV1().Nodes().Get(name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		if v := node.Status.NodeInfo.KubeletVersion; v != version {
-			return false, fmt.Errorf("Node %s reports kubelet %s, want %s", name, v, version)
-		}
-		for _, c := range node.Status.Conditions {
-			if c.Type == corev1.NodeReady {
-				return c.Status == corev1.ConditionTrue, fmt.Errorf("Node %s is not Ready: %s %s", name, c.Reason, c.Message)
-			}
-		}
-		return false, fmt.Errorf("Node %s has no Ready condition", name)
-	})
 }
 
 // servesVersion waits until the apiserver reports version (kube-apiserver's --version, the

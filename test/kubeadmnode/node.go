@@ -23,7 +23,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -327,10 +330,12 @@ func (n *Node) untrustRegistries() error {
 
 // InstallKubeletPackage installs a kubelet Debian package (build/deb.sh) into the node's root as
 // `dpkg -i` does on a node (test/debpkg: the node's own dpkg database, the package's scripts run
-// against the root), and returns dpkg's output. StartKubelet then runs the package's
-// /usr/bin/kubelet; a kubelet already running keeps running until RestartKubelet.
+// against the root), and returns dpkg's output, which it also keeps in the node's log directory.
+// StartKubelet then runs the package's /usr/bin/kubelet; a kubelet already running keeps running
+// until RestartKubelet.
 func (n *Node) InstallKubeletPackage(t *testing.T, deb string) (string, error) {
 	out, err := debpkg.NewRoot(t, n.Root).Install(deb)
+	_ = os.WriteFile(filepath.Join(n.LogDir, "dpkg-"+filepath.Base(deb)+".log"), []byte(out), 0o644)
 	if err != nil {
 		return out, fmt.Errorf("dpkg -i %s on %s: %v", filepath.Base(deb), n.Name, err)
 	}
@@ -342,6 +347,15 @@ func (n *Node) InstallKubeletPackage(t *testing.T, deb string) (string, error) {
 // do on an upgrade (prerm stops the unit, postinst starts it): the pods' containers keep running
 // in the container runtime.
 func (n *Node) RestartKubelet(t *testing.T) {
+	n.stopKubelet()
+	if n.Kubelet != nil {
+		n.pastKubelets = append(n.pastKubelets, n.Kubelet)
+	}
+	n.StartKubelet(t)
+}
+
+// stopKubelet stops the kubelet and, first, the copying of its pod logs (a last copy included).
+func (n *Node) stopKubelet() {
 	if n.stopLogs != nil {
 		close(n.stopLogs)
 		<-n.logsStopped
@@ -349,9 +363,7 @@ func (n *Node) RestartKubelet(t *testing.T) {
 	}
 	if n.Kubelet != nil {
 		n.Kubelet.Stop()
-		n.pastKubelets = append(n.pastKubelets, n.Kubelet)
 	}
-	n.StartKubelet(t)
 }
 
 // KubeletLogLines returns the lines holding substr of every kubelet the node ran, in order.
@@ -534,14 +546,7 @@ func (n *Node) Teardown(t *testing.T) {
 	var problems []string
 	note := func(format string, args ...interface{}) { problems = append(problems, fmt.Sprintf(format, args...)) }
 
-	if n.stopLogs != nil {
-		close(n.stopLogs)
-		<-n.logsStopped
-		n.stopLogs = nil
-	}
-	if n.Kubelet != nil {
-		n.Kubelet.Stop()
-	}
+	n.stopKubelet()
 	if n.Dockerd != nil {
 		if exited, _ := n.Dockerd.Exited(); !exited {
 			n.saveContainerLogs(t)
@@ -731,6 +736,24 @@ func (n *Node) CleanLeftovers(t *testing.T) {
 	if err := os.RemoveAll(n.Dir); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// RunsKubelet reports whether the Node named name reports kubelet version (its kubelet's first
+// status update after a restart says it) and is Ready; the error says what it still lacks.
+func RunsKubelet(client kubernetes.Interface, name, version string) (bool, error) {
+	node, err := client.CoreV1().Nodes().Get(name, metav1.GetOptions{})
+	if err != nil {
+		return false, err
+	}
+	if v := node.Status.NodeInfo.KubeletVersion; v != version {
+		return false, fmt.Errorf("Node %s reports kubelet %s, want %s", name, v, version)
+	}
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue, fmt.Errorf("Node %s is not Ready: %s %s", name, c.Reason, c.Message)
+		}
+	}
+	return false, fmt.Errorf("Node %s has no Ready condition", name)
 }
 
 // WaitFor polls cond every interval until it holds, failing the step with its last error.

@@ -96,14 +96,7 @@ func TestReadRunMergesNodesAndPhases(t *testing.T) {
 
 func TestCompareFindsWhatPassedWithStockOnly(t *testing.T) {
 	stockDir, oursDir := runs(t)
-	stock, err := ReadRun(stockDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ours, err := ReadRun(oursDir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stock, ours := readRuns(t, stockDir, oursDir)
 	c, err := Compare(stock, ours, conformanceTests)
 	if err != nil {
 		t.Fatal(err)
@@ -229,17 +222,23 @@ func TestASubsetCountsOnlyTheSpecsThatRan(t *testing.T) {
 	for _, dir := range []string{stockDir, oursDir} {
 		junit(t, dir, "junit_parallel-03.xml", skipped(left))
 	}
-	stock, err := ReadRun(stockDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ours, err := ReadRun(oursDir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stock, ours := readRuns(t, stockDir, oursDir)
 	if _, err := Compare(stock, ours, conformanceTests); err != nil {
 		t.Errorf("a spec the focus skipped was counted: %v", err)
 	}
+}
+
+// readRuns reads both runs' JUnit directories.
+func readRuns(t *testing.T, stockDir, oursDir string) (stock, ours map[string]Case) {
+	t.Helper()
+	var err error
+	if stock, err = ReadRun(stockDir); err != nil {
+		t.Fatal(err)
+	}
+	if ours, err = ReadRun(oursDir); err != nil {
+		t.Fatal(err)
+	}
+	return stock, ours
 }
 
 func cellText(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
