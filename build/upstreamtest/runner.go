@@ -218,18 +218,34 @@ func (r *Runner) runBinary(ctx context.Context, s Spec, run, logPath string) (at
 }
 
 // linkModuleRoot makes the paths that -trimpath leaves in the binary resolve from the package's
-// directory: runtime.Caller then names files as "k8s.io/kubernetes/...", and kube-apiserver's
-// test server finds (and writes) its serving-certificate fixtures next to its source file that
-// way. The worktree is scratch space; checkout_variant cleans the link away.
+// directory: runtime.Caller then names files as "k8s.io/kubernetes/..." and, for the staging
+// modules (replaced by directories at version v0.0.0), "k8s.io/apiextensions-apiserver@v0.0.0/...",
+// and the test servers find (and write) their serving-certificate fixtures next to their source
+// files that way (kube-apiserver's in k8s.io/kubernetes, apiextensions-apiserver's in its module).
+// The worktree is scratch space; checkout_variant cleans the links away.
 func linkModuleRoot(dir, tree string) error {
-	link := filepath.Join(dir, "k8s.io", "kubernetes")
-	if _, err := os.Lstat(link); err == nil {
-		return nil
-	}
-	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+	links := map[string]string{filepath.Join(dir, "k8s.io", "kubernetes"): tree}
+	staging, err := os.ReadDir(filepath.Join(tree, "staging", "src", "k8s.io"))
+	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	return os.Symlink(tree, link)
+	for _, module := range staging {
+		if module.IsDir() {
+			links[filepath.Join(dir, "k8s.io", module.Name()+"@v0.0.0")] = filepath.Join(tree, "staging", "src", "k8s.io", module.Name())
+		}
+	}
+	for link, target := range links {
+		if _, err := os.Lstat(link); err == nil {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+			return err
+		}
+		if err := os.Symlink(target, link); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // retryExpression is the -test.run expression for what failed: the failed top-level tests, or

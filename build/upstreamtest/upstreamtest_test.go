@@ -1,6 +1,7 @@
 package upstreamtest
 
 import (
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -311,5 +312,39 @@ func TestPatchedPackagesOfTheSeries(t *testing.T) {
 	}
 	if got := patches["0006"]; !reflect.DeepEqual(got, []string{"k8s.io/client-go/tools/cache"}) {
 		t.Errorf("0006 changes %v", got)
+	}
+}
+
+// The paths -trimpath leaves in a test binary resolve from the package's directory, for
+// k8s.io/kubernetes and for each staging module, and linking twice (the retry) changes nothing.
+func TestLinkModuleRootResolvesTrimmedPaths(t *testing.T) {
+	tree := t.TempDir()
+	files := map[string]string{
+		"k8s.io/kubernetes/cmd/kube-apiserver/app/testing/testserver.go":            "cmd/kube-apiserver/app/testing/testserver.go",
+		"k8s.io/apiextensions-apiserver@v0.0.0/test/integration/fixtures/server.go": "staging/src/k8s.io/apiextensions-apiserver/test/integration/fixtures/server.go",
+		"k8s.io/apiserver@v0.0.0/pkg/server/options/serving.go":                     "staging/src/k8s.io/apiserver/pkg/server/options/serving.go",
+	}
+	for _, inTree := range files {
+		if err := os.MkdirAll(filepath.Join(tree, filepath.Dir(inTree)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tree, inTree), []byte(inTree), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pkgDir := filepath.Join(tree, "test", "integration", "apiserver")
+	if err := os.MkdirAll(pkgDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if err := linkModuleRoot(pkgDir, tree); err != nil {
+			t.Fatalf("linkModuleRoot, time %d: %v", i+1, err)
+		}
+	}
+	for trimmed, inTree := range files {
+		content, err := os.ReadFile(filepath.Join(pkgDir, trimmed))
+		if err != nil || string(content) != inTree {
+			t.Errorf("%s from the package's directory: %q, %v; want the tree's %s", trimmed, content, err, inTree)
+		}
 	}
 }
