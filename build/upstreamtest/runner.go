@@ -225,13 +225,14 @@ func (r *Runner) runBinary(ctx context.Context, s Spec, run, logPath string) (at
 // The worktree is scratch space; checkout_variant cleans the links away.
 func linkModuleRoot(dir, tree string) error {
 	links := map[string]string{filepath.Join(dir, "k8s.io", "kubernetes"): tree}
-	staging, err := os.ReadDir(filepath.Join(tree, "staging", "src", "k8s.io"))
+	stagingDir := filepath.Join(tree, "staging", "src", "k8s.io")
+	staging, err := os.ReadDir(stagingDir)
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
 	for _, module := range staging {
 		if module.IsDir() {
-			links[filepath.Join(dir, "k8s.io", module.Name()+"@v0.0.0")] = filepath.Join(tree, "staging", "src", "k8s.io", module.Name())
+			links[filepath.Join(dir, "k8s.io", module.Name()+"@v0.0.0")] = filepath.Join(stagingDir, module.Name())
 		}
 	}
 	for link, target := range links {
