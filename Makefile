@@ -4,6 +4,9 @@ SHELL := /usr/bin/env bash
 .DEFAULT_GOAL := help
 # Tests run by make fail when what they need is missing; a plain `go test ./...` skips them (test/tier).
 export IDC_REQUIRE_PREREQUISITES := 1
+# This repository's long suites: go test -v, then each failed test again with what it printed, at
+# the end of the target's output, where the part of a long log that CI keeps shows it.
+GO_TEST := hack/go-test.sh
 
 ##@ Build and release
 
@@ -98,20 +101,23 @@ verify-reproducible: patch ## Build patched binaries twice (fresh cache, other p
 
 # make test's order: the checks that compile, one after another (they share two cores), and the
 # fixtures; then two lanes side by side, each target's output printed whole when it ends:
-# test-regression then prove-patches, and test-image, test-publish, test-e2e, then
-# test-upstream-subset and test-unit-repo. The suites mostly wait (on leases, resyncs, etcd, a
-# kubelet), so the lanes share the cores (the timing-bound regression suites beside the image and
-# kubelet tests, whose compiles are done; the proofs' variant builds beside upstream's integration
-# tests). The
-# sub-make takes what the prerequisites made as made (-o) instead of making it again; the
-# release that test-publish and test-e2e cut through make runs build/patch.sh, which takes a lock
-# on the tree that prove-patches' variants share.
+# test-unit-upstream, then test-regression, then prove-patches; and test-image, test-publish,
+# test-e2e, then test-upstream-subset and test-unit-repo. The suites mostly wait (on leases,
+# resyncs, etcd, a kubelet), so the lanes share the cores (upstream's unit tests, which compile,
+# beside the image and publish tests, which mostly copy; the regression suites, which bound what
+# they wait for, beside the kubelet and integration tests; the proofs' variant builds beside
+# upstream's integration tests and this repository's). The sub-make takes what the prerequisites
+# made as made (-o) instead of making it again; the release that test-publish and test-e2e cut
+# through make runs build/patch.sh, which takes a lock on the tree that prove-patches' variants
+# share.
 .PHONY: test
-test: lint verify-patches verify-monitoring vulncheck test-unit-upstream e2e-fixtures ## Everything CI runs (needs root: the image, registry and kubelet tests)
+test: lint verify-patches verify-monitoring vulncheck e2e-fixtures ## Everything CI runs (needs root: the image, registry and kubelet tests)
 	$(MAKE) --no-print-directory $(addprefix -o ,source patch build images-amd64 kubeadm e2e-fixtures) TEST_LANES=1 -j2 \
-	  --output-sync=target test-regression prove-patches test-image test-publish test-e2e test-upstream-subset test-unit-repo
+	  --output-sync=target test-unit-upstream test-regression prove-patches test-image test-publish test-e2e \
+	  test-upstream-subset test-unit-repo
 	@echo "make test: all checks passed"
 ifdef TEST_LANES
+test-regression: | test-unit-upstream
 prove-patches: | test-regression
 test-publish: | test-image
 test-e2e: | test-publish
@@ -119,19 +125,25 @@ test-upstream-subset: | test-e2e
 test-unit-repo: | test-upstream-subset
 endif
 
-# Upstream's integration packages (test/integration/...) that judge the controllers and the
-# scheduler; docs/development.md says why each is here and which run in make test.
+# Upstream's integration packages (test/integration/...) that judge the controllers, the
+# scheduler and kube-apiserver; docs/development.md says why each is here and which run in make test.
+UPSTREAM_INTEGRATION_APISERVER_PACKAGES := $(addprefix test/integration/,apiserver apiserver/admissionwebhook \
+  apiserver/podlogs auth configmap dryrun etcd events examples master metrics objectmeta pods scale \
+  secrets tls)
 UPSTREAM_INTEGRATION_PACKAGES := $(addprefix test/integration/,apimachinery client cronjob daemonset \
   defaulttolerationseconds deployment disruption evictions garbagecollector namespace quota \
   replicaset replicationcontroller scheduler serviceaccount serving statefulset ttlcontroller \
-  volume volumescheduling)
-# The part of them make test runs (two packages at once; its time: docs/development.md, Measured times): each controller and scheduler
-# package a patch changes, driven by upstream's tests of it; docs/development.md maps which.
+  volume volumescheduling) $(UPSTREAM_INTEGRATION_APISERVER_PACKAGES)
+# The part of them make test runs (two packages at once; its time: docs/development.md, Measured times): each controller,
+# scheduler and kube-apiserver package a patch changes, driven by upstream's tests of it; docs/development.md maps which.
 UPSTREAM_INTEGRATION_SUBSET := \
   test/integration/apimachinery:^TestWatchRestartsIfTimeoutNotReached$$/^(RetryWatcher|InformerWatcher) \
+  test/integration/apiserver/admissionwebhook:^TestWebhookAdmissionWithoutWatchCache$$ \
+  test/integration/auth:^TestNodeAuthorizer$$ \
   test/integration/cronjob \
   test/integration/daemonset:^(TestLaunchWithHashCollision|TestSimpleDaemonSetLaunchesPods|TestTaintedNode)$$ \
   test/integration/disruption \
+  test/integration/etcd:^TestEtcdStoragePath$$ \
   test/integration/garbagecollector:^(TestCRDDeletionCascading|TestCustomResourceCascadingDeletion)$$ \
   test/integration/namespace \
   test/integration/replicaset:^(TestDeletingAndFailedPods|TestSpecReplicasChange|TestExtraPodsAdoptionAndDeletion)$$ \
@@ -153,7 +165,7 @@ test-upstream-baseline: build ## Run the upstream integration packages on stock 
 
 .PHONY: test-regression
 test-regression: build ## Regression suites: stock shows each bug, VARIANT_UNDER_TEST (default patched) does not
-	go test -count=1 -p 2 -timeout 40m -v ./test/regression/...
+	$(GO_TEST) -count=1 -p 2 -timeout 40m ./test/regression/...
 
 .PHONY: prove-patches
 prove-patches: build ## Each patch's Regression-Test fails on the series without that patch
@@ -166,7 +178,7 @@ prove: ## One patch's proof, as prove-patches makes it: PATCH=NNNN (its Regressi
 	build/prove-patches.sh '$(PATCH)'
 
 .PHONY: ha-figures
-ha-figures: build ## The HA fault suite on stock (waits up to 5 min per fault) and patched: a table of figures
+ha-figures: build ## The HA fault suite on stock (waits up to 5 min per fault) and patched -> docs/ha-figures.tsv, docs/ha.md's table
 	build/ha-figures.sh
 
 .PHONY: bench
@@ -179,11 +191,11 @@ bench: build ## Resync, failover, planned handover (kube-controller-manager and 
 test-image: images-amd64 ## Load the amd64 images into Docker, run them, check the digest is reproducible
 	ARCHS=amd64 build/verify-image-reproducible.sh
 	IMAGE_DIR=$(CURDIR)/_output/images/$$(build/version.sh) RELEASE_VERSION=$$(build/version.sh) \
-	  go test -count=1 -v -timeout 10m ./test/image/
+	  $(GO_TEST) -count=1 -timeout 10m ./test/image/
 
 .PHONY: test-publish
 test-publish: build ## A real registry (TLS, auth): make publish, pull back, cosign verify, cpswap --verify-key, bad inputs
-	go test -count=1 -v -timeout 15m ./test/publish/
+	$(GO_TEST) -count=1 -timeout 15m ./test/publish/
 
 .PHONY: e2e-fixtures
 e2e-fixtures: images-amd64 kubeadm ## What a kubeadm node run by a real kubelet needs: the stock control plane's images, cpswap, runc-oom-clamp, kubectl
@@ -193,11 +205,28 @@ e2e-fixtures: images-amd64 kubeadm ## What a kubeadm node run by a real kubelet 
 
 .PHONY: test-e2e
 test-e2e: e2e-fixtures ## A kubeadm master run by a real kubelet: the release published to a registry, cpswap onto it by digest and back
-	go test -count=1 -v -timeout 30m ./test/e2e/
+	$(GO_TEST) -count=1 -timeout 30m ./test/e2e/
 
 .PHONY: test-conformance-node
 test-conformance-node: e2e-fixtures conformance-images ## The conformance cluster alone: two nodes, each in a network namespace with no route out, CNI, kube-proxy, CoreDNS
-	go test -count=1 -v -timeout 20m -run '^TestConformanceNodeUp$$' ./test/conformance/
+	$(GO_TEST) -count=1 -timeout 20m -run '^TestConformanceNodeUp$$' ./test/conformance/
+
+.PHONY: test-ha-cluster
+test-ha-cluster: e2e-fixtures ## Three kubeadm masters with stacked etcd behind haproxy, each in namespaces of its own (the rolling upgrade's cluster, #48)
+	$(GO_TEST) -count=1 -timeout 30m -run '^TestHAClusterUp$$' ./test/haupgrade/
+
+.PHONY: test-ha-upgrade
+test-ha-upgrade: e2e-fixtures ## docs/operations.md's blocks on each of those three masters, stock -> ours and back, under a client through the load balancer (#48)
+	$(GO_TEST) -count=1 -timeout 90m -run '^TestHAUpgrade$$' ./test/haupgrade/
+
+.PHONY: ha-upgrade-figures
+ha-upgrade-figures: test-ha-upgrade ## make test-ha-upgrade, then its step-by-step figures -> docs/ha-upgrade.tsv, docs/ha.md's table
+	cp "$${OUTPUT_DIR:-_output}/test-logs/TestHAUpgrade/ha-upgrade.tsv" docs/ha-upgrade.tsv
+	go run ./build/cmd/figures write-ha-upgrade
+
+.PHONY: ha-cluster-clean
+ha-cluster-clean: ## Remove what a killed make test-ha-cluster left (its processes, namespaces, mounts, cgroups, containers)
+	go test -count=1 -v -timeout 5m -run '^TestHAClusterClean$$' ./test/haupgrade/
 
 .PHONY: conformance-build
 conformance-build: patch ## Upstream's conformance suite (e2e.test, its 280 tests checked; ginkgo, kubectl, kube-proxy) and the node's CNI plugins and CoreDNS 1.6.5

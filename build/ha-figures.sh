@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the HA fault suite (test/regression/ha) on stock and on the build under test, waiting up
-# to HA_RECOVERY_BOUND (default 5m) for a recovery that does not come, and prints one table of the
+# to HA_RECOVERY_BOUND (default 5m) for a recovery that does not come, and writes one table of the
 # figures each scenario logged. Stock fails the suite's checks by design; its figures are the point.
-# Output: _output/ha-figures/<variant>.tsv and the table on stdout.
+# Output: _output/ha-figures/<variant>.tsv and their logs; docs/ha-figures.tsv and docs/ha.md's table.
 set -o errexit -o nounset -o pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -18,10 +18,8 @@ for variant in stock "${VARIANT_UNDER_TEST:-patched}"; do
     die "${variant}: no figures; see ${out}/${variant}.log"
 done
 
-echo "| scenario | build | recovery | leaders | live Endpoints lost | dual writes | more |"
-echo "|---|---|---|---|---|---|---|"
-sort -t $'\t' -k1,1 -s "${out}"/*.tsv | awk -F '\t' '{
-  more = ""
-  for (i = 7; i <= NF; i++) more = more (more == "" ? "" : "; ") $i
-  printf "| %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, more
-}' | sed -e 's/| recovery /| /' -e 's/| leaders /| /' -e 's/| live Endpoints lost /| /' -e 's/| dual writes /| /'
+# The figures lines, one scenario after another (the build under test first), become
+# docs/ha-figures.tsv; docs/ha.md's table is rendered from it (make lint checks the copy).
+LC_ALL=C sort -t $'\t' -k1,1 -s "${out}/${VARIANT_UNDER_TEST:-patched}.tsv" "${out}/stock.tsv" > "${REPO_ROOT}/docs/ha-figures.tsv"
+(cd "${REPO_ROOT}" && go run ./build/cmd/figures write-ha) || die "cannot render docs/ha-figures.tsv into docs/ha.md"
+log "wrote docs/ha-figures.tsv and docs/ha.md's table; review the prose around it, then commit both"

@@ -26,7 +26,9 @@ upstream_tests() {
 repo_tests() {
   log "this repository's unit tests"
   cd "${REPO_ROOT}"
-  go test -count=1 ./build/... ./cmd/... ./pkg/... ./test/pipeline/... ./test/bench/... ./test/harness/... ./test/kubeadmnode/... ./test/debpkg/... ./test/conformance/report/... ./test/e2e/runc-oom-clamp/
+  # test/pipeline runs the scripts against bad input, its tests in parallel: 4-6 min alone, past
+  # go test's default 10 min beside another lane's suites on a 2-core machine.
+  go test -count=1 -timeout 20m ./build/... ./cmd/... ./pkg/... ./test/pipeline/... ./test/bench/... ./test/harness/... ./test/kubeadmnode/... ./test/debpkg/... ./test/conformance/report/... ./test/e2e/runc-oom-clamp/
   # test/conformance's other tests need a conformance build and a node (make conformance).
   go test -count=1 -run '^(TestUnexpectedPulls|TestPhaseFailure)$' ./test/conformance/
   # The image builder is its own module (go-containerregistry needs newer libraries than envtest).

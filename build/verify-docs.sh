@@ -56,14 +56,14 @@ for doc in "${docs[@]}"; do
   done < <(grep -oE '(GOTOOLCHAIN=go|is built with Go |our Go )[0-9]+\.[0-9]+(\.[0-9]+)?' "${doc}" | sed -E 's/.*(go|Go )/go/' | sort -u)
 done
 [ $# -eq 0 ] || { [ ${#problems[@]} -eq 0 ] || die "$(printf '%s\n' "${problems[@]}")"; log "verify-docs: $* hold"; exit 0; }
-# The README's headline is docs/benchmarks.md's summary, copied by make bench (bench-report).
-summary=$(awk '/^- \*\*/ { found = 1; print; next } found { exit }' docs/benchmarks.md)
-headline=$(awk '/^<!-- \/headline -->/ { inside = 0 } inside { print } /^<!-- headline:/ { inside = 1 }' README.md)
-if [ -z "${headline}" ]; then
-  problems+=("README.md: no headline block (<!-- headline: ... --> to <!-- /headline -->)")
-elif [ "${headline}" != "${summary}" ]; then
-  words=$(diff <(tr -s ' ' '\n' <<<"${headline}") <(tr -s ' ' '\n' <<<"${summary}") | grep '^[<>]' | head -6 | tr '\n' ' ' || true)
-  problems+=("README.md: its headline differs from docs/benchmarks.md's summary (README < > benchmarks: ${words}); make bench copies it, or copy it by hand")
+# The figures the docs quote are their sources' (build/cmd/figures): docs/benchmarks.md's summary
+# is what its tables say, the README's headline is that summary, docs/ha.md's table is
+# docs/ha-figures.tsv rendered, the README counts the stock baseline's upstream integration tests.
+figures_tool="${OUTPUT_DIR}/tools/figures"
+(cd "${REPO_ROOT}" && go build -trimpath -o "${figures_tool}" ./build/cmd/figures) || die "cannot build build/cmd/figures"
+if ! findings=$("${figures_tool}" check -root "${REPO_ROOT}" 2>&1); then
+  mapfile -t figure_problems <<<"${findings}"
+  problems+=("${figure_problems[@]}")
 fi
 # The README's patch table is generated from the headers (hack/refresh-patches.sh).
 need_patchmeta
@@ -89,4 +89,4 @@ for block in "${blocks}"/*.sh; do
 done
 [ "${count}" -gt 0 ] || problems+=("docs/operations.md: no block to paste (a line \"   (\" to a line \"   )\")")
 [ ${#problems[@]} -eq 0 ] || die "$(printf '%s\n' "${problems[@]}")"
-log "verify-docs: ${#docs[@]} docs name ${RELEASE_VERSION} only, their links, paths and make targets resolve, the README's headline and patch table are current, operations.md's ${count} blocks pass shellcheck"
+log "verify-docs: ${#docs[@]} docs name ${RELEASE_VERSION} only, their links, paths and make targets resolve, the figures they quote are their sources', the README's patch table is current, operations.md's ${count} blocks pass shellcheck"

@@ -16,6 +16,7 @@ declare -A packages=(
   [python3]=python3
   [docker-registry]=docker-registry
   [skopeo]=skopeo
+  [haproxy]=haproxy
 )
 missing=()
 for command in "${!packages[@]}"; do

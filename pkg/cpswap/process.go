@@ -24,12 +24,28 @@ type Process struct {
 // Processes reads the processes named comm from a proc filesystem.
 type Processes struct {
 	FS procfs.FS
+	// NetNS, when not 0, is the inode of the only network namespace whose processes count. A
+	// kubeadm master's static pods run in the host's network namespace, as cpswap does; several
+	// masters on one machine (each in a network namespace of its own, as in a test) run the same
+	// components with the same flags, and only this master's are the ones its manifests start.
+	NetNS uint32
 }
 
-// HostProcesses reads /proc.
+// HostProcesses reads /proc, keeping the processes of cpswap's own network namespace.
 func HostProcesses() (Processes, error) {
 	fs, err := procfs.NewFS(procfs.DefaultMountPoint)
-	return Processes{FS: fs}, err
+	if err != nil {
+		return Processes{}, err
+	}
+	self, err := fs.Self()
+	if err != nil {
+		return Processes{}, err
+	}
+	namespaces, err := self.Namespaces()
+	if err != nil {
+		return Processes{}, fmt.Errorf("cpswap's own network namespace: %v", err)
+	}
+	return Processes{FS: fs, NetNS: namespaces["net"].Inode}, nil
 }
 
 // Named lists the running processes whose comm is comm (the kernel keeps 15 characters).
@@ -50,6 +66,9 @@ func (p Processes) named(comm string, args []string) ([]Process, error) {
 		if err != nil || stat.Comm != comm {
 			continue // the process ended, or another one
 		}
+		if !p.inNetNS(proc) {
+			continue // another node's, on the same machine
+		}
 		if args != nil {
 			cmdline, err := proc.CmdLine()
 			if err != nil || !endsWith(cmdline, args) {
@@ -60,6 +79,21 @@ func (p Processes) named(comm string, args []string) ([]Process, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].StartTick < out[j].StartTick })
 	return out, nil
+}
+
+// inNetNS reports whether proc runs in the network namespace p keeps (any, when NetNS is 0). A
+// process whose namespace cannot be read is not kept: it ended, or it is a zombie, which has
+// none and is no instance that runs.
+func (p Processes) inNetNS(proc procfs.Proc) bool {
+	if p.NetNS == 0 {
+		return true
+	}
+	namespaces, err := proc.Namespaces()
+	if err != nil {
+		return false
+	}
+	net, ok := namespaces["net"]
+	return ok && net.Inode == p.NetNS
 }
 
 func endsWith(cmdline, args []string) bool {

@@ -24,9 +24,10 @@ import (
 
 // fakeProc is a proc filesystem the test controls; its btime can be anything.
 type fakeProc struct {
-	t    *testing.T
-	root string
-	args []string // the command line's flags of the processes run next
+	t     *testing.T
+	root  string
+	args  []string // the command line's flags of the processes run next
+	netNS uint32   // the network namespace of the processes run next (0: none written)
 }
 
 func newFakeProc(t *testing.T, btime int64) *fakeProc {
@@ -47,6 +48,13 @@ func (p *fakeProc) run(pid int, comm string, startTick uint64) {
 	fields[19] = fmt.Sprint(startTick) // field 22 of the line
 	write(p.t, filepath.Join(dir, "stat"), []byte(fmt.Sprintf("%d (%s) %s\n", pid, comm, strings.Join(fields, " "))))
 	write(p.t, filepath.Join(dir, "cmdline"), []byte(strings.Join(append([]string{"/usr/local/bin/" + comm}, p.args...), "\x00")+"\x00"))
+	if p.netNS != 0 {
+		os.MkdirAll(filepath.Join(dir, "ns"), 0o755)
+		os.Remove(filepath.Join(dir, "ns", "net"))
+		if err := os.Symlink(fmt.Sprintf("net:[%d]", p.netNS), filepath.Join(dir, "ns", "net")); err != nil {
+			p.t.Fatal(err)
+		}
+	}
 }
 
 func (p *fakeProc) exit(pid int) { os.RemoveAll(filepath.Join(p.root, fmt.Sprint(pid))) }
@@ -92,6 +100,49 @@ func TestRestartDetectionInOneClockDomain(t *testing.T) {
 				t.Error("Alive does not tell the old process from the new one")
 			}
 		})
+	}
+}
+
+// TestOnlyThisNodesProcessesCount: three masters on one machine, each in a network namespace of its
+// own, run the same components with the same flags; cpswap on one of them neither takes another
+// master's restarted instance for its own new one nor waits for another master's to exit.
+func TestOnlyThisNodesProcessesCount(t *testing.T) {
+	const self, other = 4026532001, 4026532002
+	fake := newFakeProc(t, time.Now().Unix())
+	fake.netNS = self
+	fake.run(100, "kube-controller", 5000)
+	fake.netNS = other
+	fake.run(200, "kube-controller", 5100)
+	procs := fake.processes()
+	procs.NetNS = self
+
+	before, err := procs.Named("kube-controller-manager")
+	if err != nil || len(before) != 1 || before[0].PID != 100 {
+		t.Fatalf("before: %v %v, want this node's pid 100 alone", before, err)
+	}
+	fake.exit(200)
+	fake.run(201, "kube-controller", 6000) // the other master's swap
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if got, err := procs.WaitForNew(ctx, "kube-controller-manager", nil, before, 20*time.Millisecond); err == nil {
+		t.Errorf("another master's new instance (pid 201) taken for this one's: %+v", got)
+	}
+
+	fake.exit(100)
+	fake.netNS = self
+	fake.run(101, "kube-controller", 7000)
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel2()
+	if got, err := procs.WaitForNew(ctx2, "kube-controller-manager", nil, before, 20*time.Millisecond); err != nil || got.PID != 101 {
+		t.Errorf("this master's new instance: %+v %v, want pid 101", got, err)
+	}
+	if err := procs.WaitGone(ctx2, before, 20*time.Millisecond); err != nil {
+		t.Errorf("WaitGone: %v", err)
+	}
+
+	procs.NetNS = 0 // no namespace known: every process counts, as before
+	if all, err := procs.Named("kube-controller-manager"); err != nil || len(all) != 2 {
+		t.Errorf("without a namespace: %v %v, want both masters' processes", all, err)
 	}
 }
 

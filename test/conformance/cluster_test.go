@@ -130,20 +130,21 @@ type cluster struct {
 // of its own, linked by a switch that leads nowhere else: on the first a static control plane by
 // kubeadm's init phases, the second joined to it; CNI, kube-proxy and CoreDNS by kubeadm's addon
 // phases, the control-plane taint removed. Its cleanup tears it all down and fails the test if
-// the host's links or routes differ from before. The first node trusts ours's registry, if given.
-// The caller has claimed the machine (kubeadmnode.ClaimMachine).
+// the host's links, routes, mounts or top-level cgroups differ from before. The first node
+// trusts ours's registry, if given. The caller has claimed the machine (kubeadmnode.ClaimMachine).
 func startCluster(t *testing.T, ours *ourRelease) *cluster {
 	images := conformanceImages(t)
 	for _, plugin := range cniPlugins {
 		harness.Binary(t, "conformance", plugin)
 	}
 	harness.Binary(t, "stock", "kubectl")
-	hostBefore, err := kubeadmnode.HostNetwork()
+
+	cleanLeftovers(t)
+	// After the leftovers of a killed run are gone: the host as this run finds it.
+	hostBefore, err := kubeadmnode.TakeHostSnapshot()
 	if err != nil {
 		t.Fatal(err)
 	}
-
-	cleanLeftovers(t)
 	var nodes []*kubeadmnode.Node
 	t.Cleanup(func() {
 		// The worker first: its kubelet's changes to the host's kernel parameters were
@@ -154,8 +155,10 @@ func startCluster(t *testing.T, ours *ourRelease) *cluster {
 		if err := removeNetworks(); err != nil {
 			t.Errorf("teardown: %v", err)
 		}
-		if after, err := kubeadmnode.HostNetwork(); err != nil || after != hostBefore {
-			t.Errorf("teardown: the host's links or routes differ from before the run:\nbefore %s\nafter %s", hostBefore, after)
+		if after, err := kubeadmnode.TakeHostSnapshot(); err != nil {
+			t.Errorf("teardown: %v", err)
+		} else if changes := hostBefore.Changes(after); len(changes) > 0 {
+			t.Errorf("teardown: the host's links, routes, mounts or cgroups differ from before the run:\n%s", strings.Join(changes, "\n"))
 		}
 	})
 	if err := createNetworks(); err != nil {

@@ -36,15 +36,7 @@ type ourRelease struct {
 // publishRelease cuts the release for a test registry and publishes it there, signed (as test/e2e
 // does, docs/operations.md's make release and make publish).
 func publishRelease(t *testing.T) *ourRelease {
-	registry := harness.StartRegistry(t)
-	t.Setenv("DOCKER_CONFIG", registry.DockerConfig) // cpswap --verify-key logs in as root's ~/.docker would
-	tmp := t.TempDir()
-	signingKey, verifyKey := harness.CosignKeyPair(t, filepath.Join(tmp, "keys"), "conformance-key-password")
-	release := harness.CutRelease(t, registry.Host+"/idc-lts", tmp)
-	if out, err := harness.Publish(t, registry, []string{"REGISTRY=" + registry.Host + "/idc-lts", "RELEASE_DIR=" + release, "SIGNING_KEY=" + signingKey},
-		[]string{"COSIGN_PASSWORD=conformance-key-password"}); err != nil {
-		t.Fatalf("setup: make publish: %v\n%s", err, out)
-	}
+	registry, release, verifyKey := harness.PublishedRelease(t, "conformance-key-password")
 	r := &ourRelease{registry: registry, dir: release, verifyKey: verifyKey, images: map[string]string{}, platformImages: map[string]string{}}
 	for _, c := range harness.Components {
 		digest, err := os.ReadFile(filepath.Join(release, "images", c+".digest"))

@@ -38,15 +38,8 @@ func TestKubeadmMaster(t *testing.T) {
 	kubeadmnode.ClaimMachine(t)
 	// The operator's path: the release is cut for their registry, published and signed there, and
 	// the kubelet pulls it by digest (the README's make release, make publish, cpswap apply).
-	registry := harness.StartRegistry(t)
-	t.Setenv("DOCKER_CONFIG", registry.DockerConfig) // cpswap --verify-key logs in as root's ~/.docker would
+	registry, release, verifyKey := harness.PublishedRelease(t, "e2e-key-password")
 	tmp := t.TempDir()
-	signingKey, verifyKey := harness.CosignKeyPair(t, filepath.Join(tmp, "keys"), "e2e-key-password")
-	release := harness.CutRelease(t, registry.Host+"/idc-lts", tmp)
-	if out, err := harness.Publish(t, registry, []string{"REGISTRY=" + registry.Host + "/idc-lts", "RELEASE_DIR=" + release, "SIGNING_KEY=" + signingKey},
-		[]string{"COSIGN_PASSWORD=e2e-key-password"}); err != nil {
-		t.Fatalf("setup: make publish: %v\n%s", err, out)
-	}
 	releaseImages := map[string]string{} // REGISTRY/component:version@digest, as the release's manifests name them
 	for _, c := range components {
 		digest, err := os.ReadFile(filepath.Join(release, "images", c+".digest"))
@@ -144,14 +137,14 @@ func TestKubeadmMaster(t *testing.T) {
 		if err := waitMirrorPod(ctx, client, m.Name, c, stockImage(c)); err != nil {
 			return err
 		}
-		_, err := waitRenewedBy(ctx, client, endpointsLock, c, onThisHost)
+		_, err := waitRenewedBy(ctx, client, harness.EndpointsLock, c, onThisHost)
 		return err
 	})
 
 	// docs/operations.md's three blocks, pasted as they are, from the release directory: the
 	// master's paths under the test's root, the test's registry, and its Node's name, through the
 	// variables the blocks read.
-	blocks := operatorBlocks(t)
+	blocks := harness.OperatorBlocks(t)
 	if out, err := exec.Command("cp", verifyKey, filepath.Join(release, "cosign.pub")).CombinedOutput(); err != nil {
 		t.Fatalf("setup: %v\n%s", err, out)
 	}
@@ -251,10 +244,10 @@ func TestKubeadmMaster(t *testing.T) {
 	})
 
 	s.run("docs/operations.md's apply block, as written: the three components by digest with --verify-key (--profile leases for the two that elect a leader); the kubelet pulls and runs each digest, the apiserver serves our version, each Lease is renewed by the new instance, Endpoints writes stop", 10*time.Minute, func(ctx context.Context) error {
-		before := map[string]lockRecord{}
+		before := map[string]harness.LockRecord{}
 		for _, c := range elected {
 			var err error
-			if before[c], err = leaseLock(ctx, client, c); err != nil {
+			if before[c], err = harness.LeaseLock(ctx, client, c); err != nil {
 				return err
 			}
 		}
@@ -280,11 +273,11 @@ func TestKubeadmMaster(t *testing.T) {
 				continue
 			}
 			holder := before[c].Holder
-			if _, err := waitRenewedBy(ctx, client, leaseLock, c, func(h string) bool { return onThisHost(h) && h != holder }); err != nil {
+			if _, err := waitRenewedBy(ctx, client, harness.LeaseLock, c, func(h string) bool { return onThisHost(h) && h != holder }); err != nil {
 				return err
 			}
 			// Three retry periods (2 s) and more: a leases-only leader never writes the Endpoints.
-			if err := unwritten(ctx, client, endpointsLock, c, 10*time.Second); err != nil {
+			if err := unwritten(ctx, client, harness.EndpointsLock, c, 10*time.Second); err != nil {
 				return err
 			}
 		}
@@ -350,7 +343,7 @@ func TestKubeadmMaster(t *testing.T) {
 	for _, c := range elected {
 		c := c
 		s.run("planned restart of the patched "+c+" (cpswap apply --flag=--v=2): the old instance releases its Lease, the new one takes it at once", 5*time.Minute, func(ctx context.Context) error {
-			before, err := leaseLock(ctx, client, c)
+			before, err := harness.LeaseLock(ctx, client, c)
 			if err != nil {
 				return err
 			}
@@ -435,11 +428,11 @@ func servesVersion(ctx context.Context, client kubernetes.Interface, version str
 // this host.
 func waitLeaders(ctx context.Context, client kubernetes.Interface, onThisHost func(string) bool) error {
 	for _, c := range elected {
-		r, err := waitRenewedBy(ctx, client, endpointsLock, c, onThisHost)
+		r, err := waitRenewedBy(ctx, client, harness.EndpointsLock, c, onThisHost)
 		if err != nil {
 			return fmt.Errorf("%s does not lead through its Endpoints lock: %v", c, err)
 		}
-		if _, err := waitRenewedBy(ctx, client, leaseLock, c, func(h string) bool { return h == r.Holder }); err != nil {
+		if _, err := waitRenewedBy(ctx, client, harness.LeaseLock, c, func(h string) bool { return h == r.Holder }); err != nil {
 			return fmt.Errorf("%s does not renew its Lease: %v", c, err)
 		}
 	}
@@ -636,35 +629,4 @@ func (s *steps) logImageSizes(m *kubeadmnode.Node) {
 	}
 	s.t.Logf("images on the master:\n%s", out)
 	_ = os.WriteFile(filepath.Join(s.logDir, "image-sizes.txt"), []byte(out), 0o644)
-}
-
-// operatorBlocks are docs/operations.md's blocks to paste, in order (before, apply, rollback):
-// each from a line "   (" to a line "   )", unindented, as make lint (build/verify-docs.sh)
-// shellchecks them.
-func operatorBlocks(t *testing.T) []string {
-	doc := filepath.Join(harness.RepoRoot(t), "docs", "operations.md")
-	data, err := os.ReadFile(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var blocks, lines []string
-	inside := false
-	for _, line := range strings.Split(string(data), "\n") {
-		if line == "   (" {
-			inside, lines = true, nil
-		}
-		if inside {
-			lines = append(lines, strings.TrimPrefix(line, "   "))
-		}
-		if line == "   )" && inside {
-			inside = false
-			blocks = append(blocks, strings.Join(lines, "\n")+"\n")
-		}
-	}
-	// The master's three (before, apply, rollback), then the node's (the kubelet's package), which
-	// this test does not paste: dpkg -i there would install on this machine, not into the node's root.
-	if len(blocks) != 4 {
-		t.Fatalf("%s has %d blocks to paste, want 4 (the master's before, apply, rollback; the node's kubelet)", doc, len(blocks))
-	}
-	return blocks[:3]
 }

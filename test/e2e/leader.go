@@ -2,82 +2,29 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
+	"github.com/idc-lts/kube-1.17/test/harness"
 	"github.com/idc-lts/kube-1.17/test/kubeadmnode"
 )
 
-// lockRecord is one leader-election lock object as last written: its holder, when, and the
-// object's resourceVersion (which changes on every write).
-type lockRecord struct {
-	Holder          string
-	RenewTime       time.Time
-	ResourceVersion string
-	Found           bool
-}
-
-// endpointsLock reads the leader record a 1.17 component keeps in the annotation of its
-// kube-system Endpoints (the "endpoints" half of "endpointsleases").
-func endpointsLock(ctx context.Context, client kubernetes.Interface, name string) (lockRecord, error) {
-	ep, err := client.CoreV1().Endpoints("kube-system").Get(name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return lockRecord{}, nil
-	}
-	if err != nil {
-		return lockRecord{}, err
-	}
-	raw, ok := ep.Annotations[resourcelock.LeaderElectionRecordAnnotationKey]
-	if !ok {
-		return lockRecord{ResourceVersion: ep.ResourceVersion, Found: true}, nil
-	}
-	var record resourcelock.LeaderElectionRecord
-	if err := json.Unmarshal([]byte(raw), &record); err != nil {
-		return lockRecord{}, fmt.Errorf("Endpoints kube-system/%s: leader annotation: %v", name, err)
-	}
-	return lockRecord{Holder: record.HolderIdentity, RenewTime: record.RenewTime.Time, ResourceVersion: ep.ResourceVersion, Found: true}, nil
-}
-
-// leaseLock reads a component's kube-system Lease.
-func leaseLock(ctx context.Context, client kubernetes.Interface, name string) (lockRecord, error) {
-	lease, err := client.CoordinationV1().Leases("kube-system").Get(name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return lockRecord{}, nil
-	}
-	if err != nil {
-		return lockRecord{}, err
-	}
-	r := lockRecord{ResourceVersion: lease.ResourceVersion, Found: true}
-	if lease.Spec.HolderIdentity != nil {
-		r.Holder = *lease.Spec.HolderIdentity
-	}
-	if lease.Spec.RenewTime != nil {
-		r.RenewTime = lease.Spec.RenewTime.Time
-	}
-	return r, nil
-}
-
-type lockReader func(context.Context, kubernetes.Interface, string) (lockRecord, error)
-
 // waitRenewedBy waits until the lock names a holder accepted by want and that holder renews it
 // (a later renewTime than first seen): a leader that acts, not a stale record.
-func waitRenewedBy(ctx context.Context, client kubernetes.Interface, read lockReader, name string, want func(holder string) bool) (lockRecord, error) {
-	var first lockRecord
-	var result lockRecord
+func waitRenewedBy(ctx context.Context, client kubernetes.Interface, read harness.LockReader, name string, want func(holder string) bool) (harness.LockRecord, error) {
+	var first harness.LockRecord
+	var result harness.LockRecord
 	err := kubeadmnode.WaitFor(ctx, time.Second, func() (bool, error) {
 		r, err := read(ctx, client, name)
 		if err != nil {
 			return false, err
 		}
 		if !r.Found || r.Holder == "" || !want(r.Holder) {
-			first = lockRecord{}
+			first = harness.LockRecord{}
 			return false, fmt.Errorf("%s is held by %q", name, r.Holder)
 		}
 		if first.Holder != r.Holder {
@@ -91,7 +38,7 @@ func waitRenewedBy(ctx context.Context, client kubernetes.Interface, read lockRe
 }
 
 // unwritten checks that nobody writes the lock object for d (several retry periods).
-func unwritten(ctx context.Context, client kubernetes.Interface, read lockReader, name string, d time.Duration) error {
+func unwritten(ctx context.Context, client kubernetes.Interface, read harness.LockReader, name string, d time.Duration) error {
 	before, err := read(ctx, client, name)
 	if err != nil {
 		return err

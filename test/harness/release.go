@@ -56,3 +56,22 @@ func Publish(t testing.TB, r *Registry, vars, env []string) (string, error) {
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
+
+// PublishedRelease is the operator's path to their registry, for a test: a registry of the test's
+// own (DOCKER_CONFIG set to its credentials, as cpswap --verify-key logs in as root's ~/.docker
+// would), a key pair protected by password, the release cut for that registry and published there,
+// signed (make release, make publish). It returns the registry, the release directory and the
+// public key.
+func PublishedRelease(t *testing.T, password string) (*Registry, string, string) {
+	t.Helper()
+	registry := StartRegistry(t)
+	t.Setenv("DOCKER_CONFIG", registry.DockerConfig)
+	tmp := t.TempDir()
+	signingKey, verifyKey := CosignKeyPair(t, filepath.Join(tmp, "keys"), password)
+	release := CutRelease(t, registry.Host+"/idc-lts", tmp)
+	if out, err := Publish(t, registry, []string{"REGISTRY=" + registry.Host + "/idc-lts", "RELEASE_DIR=" + release, "SIGNING_KEY=" + signingKey},
+		[]string{"COSIGN_PASSWORD=" + password}); err != nil {
+		t.Fatalf("setup: make publish: %v\n%s", err, out)
+	}
+	return registry, release, verifyKey
+}

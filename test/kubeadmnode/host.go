@@ -334,3 +334,96 @@ func restoreProcFiles(values map[string]string) ([]string, error) {
 	sort.Strings(changed)
 	return changed, errors.Join(errs...)
 }
+
+// HostSnapshot is what a run must leave on the host as it found it, one line per item: its links
+// (without their counters) and routes, what is mounted where, and the cgroups at the top of each
+// hierarchy, where each node's --cgroup-root lives (the kubelet's and the containers' cgroups
+// are below it).
+type HostSnapshot []string
+
+// TakeHostSnapshot records the calling namespaces' view of the host.
+func TakeHostSnapshot() (HostSnapshot, error) {
+	network, err := HostNetwork()
+	if err != nil {
+		return nil, err
+	}
+	var lines []string
+	for _, line := range strings.Split(network, "\n") {
+		if line != "" {
+			lines = append(lines, "network: "+line)
+		}
+	}
+	mounts, err := procfs.GetProcMounts(os.Getpid())
+	if err != nil {
+		return nil, fmt.Errorf("mounts: %v", err)
+	}
+	for _, m := range mounts {
+		lines = append(lines, fmt.Sprintf("mount: %s on %s type %s (root %s)", m.Source, m.MountPoint, m.FSType, m.Root))
+	}
+	cgroups, err := topCgroups()
+	if err != nil {
+		return nil, fmt.Errorf("cgroups: %v", err)
+	}
+	for _, c := range cgroups {
+		lines = append(lines, "cgroup: "+c)
+	}
+	sort.Strings(lines)
+	return lines, nil
+}
+
+// topCgroups lists the cgroups at the top of each hierarchy: of each v1 hierarchy and of a
+// hybrid host's unified one, or of the one hierarchy of a cgroup v2 host.
+func topCgroups() ([]string, error) {
+	hierarchies := []string{cgroupV1Root}
+	if _, err := os.Stat(filepath.Join(cgroupV1Root, "cgroup.controllers")); err != nil {
+		entries, err := os.ReadDir(cgroupV1Root)
+		if err != nil {
+			return nil, err
+		}
+		hierarchies = nil
+		for _, e := range entries {
+			if e.IsDir() {
+				hierarchies = append(hierarchies, filepath.Join(cgroupV1Root, e.Name()))
+			}
+		}
+	}
+	var out []string
+	for _, h := range hierarchies {
+		entries, err := os.ReadDir(h)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			if e.IsDir() {
+				out = append(out, filepath.Join(h, e.Name()))
+			}
+		}
+	}
+	return out, nil
+}
+
+// Changes names each line found in only one of the two snapshots: "gone: " what before had and
+// after lacks, "new: " the reverse. None means the host is as it was.
+func (before HostSnapshot) Changes(after HostSnapshot) []string {
+	count := map[string]int{}
+	for _, line := range before {
+		count[line]++
+	}
+	for _, line := range after {
+		count[line]--
+	}
+	var changes []string
+	for _, line := range before {
+		if count[line] > 0 {
+			changes = append(changes, "gone: "+line)
+			count[line]--
+		}
+	}
+	for _, line := range after {
+		if count[line] < 0 {
+			changes = append(changes, "new: "+line)
+			count[line]++
+		}
+	}
+	return changes
+}

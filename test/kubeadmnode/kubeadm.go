@@ -29,17 +29,7 @@ var kubeadmPhases = [][]string{
 // v1.17.3's own phases, chrooted into the master's root (--rootfs), then moves the manifests'
 // hostPath volumes into that root.
 func (n *Node) KubeadmInit(t *testing.T) {
-	config := initConfiguration(n.IP, n.Name) + `---
-apiVersion: kubeadm.k8s.io/v1beta2
-kind: ClusterConfiguration
-kubernetesVersion: v1.17.3
-networking:
-  podSubnet: 10.244.0.0/16
-`
-	if n.KubeadmConfig != "" {
-		config += "---\n" + n.KubeadmConfig
-	}
-	n.writeKubeadmConfig(t, config)
+	n.writeKubeadmConfig(t, initConfiguration(n.IP, n.Name)+"---\n"+n.clusterConfiguration())
 	for _, phase := range kubeadmPhases {
 		if err := n.rootfsPhase(t, "kubeadm-"+strings.Join(phase, "-")+".log", phase...); err != nil {
 			t.Fatalf("setup: %v", err)
@@ -64,17 +54,8 @@ networking:
 func (n *Node) KubeadmJoin(t *testing.T, master *Node) {
 	n.writeKubeadmConfig(t, initConfiguration(master.IP, n.Name))
 	pki := n.Path("etc/kubernetes/pki")
-	if err := os.MkdirAll(pki, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	for _, file := range []string{"ca.crt", "ca.key"} {
-		data, err := os.ReadFile(master.Path("etc/kubernetes/pki/" + file))
-		if err != nil {
-			t.Fatalf("setup: the master's CA: %v", err)
-		}
-		if err := os.WriteFile(filepath.Join(pki, file), data, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		copyFile(t, master.Path("etc/kubernetes/pki/"+file), filepath.Join(pki, file))
 	}
 	err := n.rootfsPhase(t, "kubeadm-join.log", "kubeconfig", "kubelet")
 	if removeErr := os.Remove(filepath.Join(pki, "ca.key")); removeErr != nil {
@@ -83,6 +64,24 @@ func (n *Node) KubeadmJoin(t *testing.T, master *Node) {
 	if err != nil {
 		t.Fatalf("setup: %v", err)
 	}
+}
+
+// clusterConfiguration is kubeadm's ClusterConfiguration for the cluster, with the node's
+// ControlPlaneEndpoint and its KubeadmConfig's documents after it.
+func (n *Node) clusterConfiguration() string {
+	config := `apiVersion: kubeadm.k8s.io/v1beta2
+kind: ClusterConfiguration
+kubernetesVersion: v1.17.3
+networking:
+  podSubnet: 10.244.0.0/16
+`
+	if n.ControlPlaneEndpoint != "" {
+		config += "controlPlaneEndpoint: " + n.ControlPlaneEndpoint + "\n"
+	}
+	if n.KubeadmConfig != "" {
+		config += "---\n" + n.KubeadmConfig
+	}
+	return config
 }
 
 // initConfiguration is kubeadm's InitConfiguration for node name, its API endpoint advertise.
@@ -152,7 +151,7 @@ func relocateHostPaths(manifest, root string) error {
 func (n *Node) KubeadmPhase(t *testing.T, phase ...string) {
 	args := append(append([]string{"init", "phase"}, phase...),
 		"--config="+n.Path("kubeadm.yaml"), "--kubeconfig="+n.Path("etc/kubernetes/admin.conf"))
-	out, err := n.command(harness.Binary(t, "stock", "kubeadm"), args...).CombinedOutput()
+	out, err := n.command(t, harness.Binary(t, "stock", "kubeadm"), args...).CombinedOutput()
 	_ = os.WriteFile(filepath.Join(n.LogDir, "kubeadm-"+strings.Join(phase, "-")+".log"), out, 0o644)
 	if err != nil {
 		t.Fatalf("kubeadm %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -163,17 +162,29 @@ func (n *Node) KubeadmPhase(t *testing.T, phase ...string) {
 // when it has one.
 func (n *Node) Kubectl(t *testing.T, args ...string) (string, error) {
 	args = append([]string{"--kubeconfig=" + n.Path("etc/kubernetes/admin.conf")}, args...)
-	out, err := n.command(harness.Binary(t, "stock", "kubectl"), args...).CombinedOutput()
+	out, err := n.command(t, harness.Binary(t, "stock", "kubectl"), args...).CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("kubectl %s: %v: %s", strings.Join(args[1:], " "), err, strings.TrimSpace(string(out)))
 	}
 	return string(out), nil
 }
 
-// command is a command run where the node's daemons run: in its network namespace if it has one.
-func (n *Node) command(binary string, args ...string) *exec.Cmd {
-	if n.NetNS != nil {
-		return n.NetNS.Command(binary, args...)
+// Command is a command run where the node's daemons run: in its network namespace if it has one,
+// and with its hostname (OwnHostname). nsenter executes it in place, so it is the process the
+// caller started.
+func (n *Node) Command(binary string, args ...string) (*exec.Cmd, error) {
+	enter, err := n.namespaces()
+	if err != nil || len(enter) == 0 {
+		return exec.Command(binary, args...), err
 	}
-	return exec.Command(binary, args...)
+	return exec.Command("nsenter", append(append(enter, "--", binary), args...)...), nil
+}
+
+// command is Command for the node's own steps; a namespace that cannot be entered fails the test.
+func (n *Node) command(t *testing.T, binary string, args ...string) *exec.Cmd {
+	cmd, err := n.Command(binary, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", filepath.Base(binary), err)
+	}
+	return cmd
 }

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -59,6 +60,10 @@ type Config struct {
 	KubeletArgs []string
 	// KubeadmConfig holds more documents for kubeadm.yaml (a KubeProxyConfiguration, say).
 	KubeadmConfig string
+	// ControlPlaneEndpoint is kubeadm's controlPlaneEndpoint (a load balancer's host:port in front
+	// of several masters): every kubeconfig kubeadm writes names it, and the apiservers'
+	// certificates carry it. Empty: the node's own address.
+	ControlPlaneEndpoint string
 	// OwnPodLogs gives the node's dockerd and kubelet a mount namespace of their own in which
 	// /var/log/pods and /var/log/containers are the node's (Root/var/log/...). A kubelet deletes
 	// every pod log directory there whose pod it does not know, so a second node on the machine
@@ -66,6 +71,11 @@ type Config struct {
 	OwnPodLogs bool
 	// LogDir is where the node's daemons log; the test's log directory when empty.
 	LogDir string
+	// OwnHostname gives the node's dockerd, kubelet and commands a UTS namespace of their own
+	// whose hostname is Name (bound to RunDir/uts). hostNetwork pods take their dockerd's
+	// hostname, and a component's leader-election identity begins with it: several masters on
+	// one machine need one each, or every master's instance has the machine's name.
+	OwnHostname bool
 }
 
 const (
@@ -136,9 +146,9 @@ func New(t *testing.T, cfg Config) *Node {
 // unshare, sh and nsenter all execute the next in place: the process started is the daemon, with
 // its parent-death signal.
 func (n *Node) daemon(t *testing.T, name, binary string, args ...string) *harness.Process {
-	var enter []string
-	if n.NetNS != nil {
-		enter = append(enter, "--net="+n.NetNS.Path)
+	enter, err := n.namespaces()
+	if err != nil {
+		t.Fatalf("setup: %v", err)
 	}
 	if n.OwnPodLogs && n.Dockerd != nil {
 		enter = append(enter, fmt.Sprintf("--mount=/proc/%d/ns/mnt", n.Dockerd.Pid()))
@@ -158,6 +168,45 @@ func (n *Node) daemon(t *testing.T, name, binary string, args ...string) *harnes
 		binary = "unshare"
 	}
 	return harness.StartDaemon(t, n.LogDir, name, binary, args...)
+}
+
+// namespaces are nsenter's options that enter the node's network namespace if it has one and its
+// UTS namespace (OwnHostname), which they create the first time.
+func (n *Node) namespaces() ([]string, error) {
+	var enter []string
+	if n.NetNS != nil {
+		enter = append(enter, "--net="+n.NetNS.Path)
+	}
+	if n.OwnHostname {
+		if err := n.createUTSNS(); err != nil {
+			return nil, err
+		}
+		enter = append(enter, "--uts="+n.utsPath())
+	}
+	return enter, nil
+}
+
+// utsPath is the file the node's UTS namespace is bound to: under RunDir, which Teardown
+// unmounts and removes.
+func (n *Node) utsPath() string { return filepath.Join(n.RunDir, "uts") }
+
+// createUTSNS creates the node's UTS namespace with Name as its hostname, unless it exists.
+func (n *Node) createUTSNS() error {
+	path := n.utsPath()
+	if points, err := mountPointsUnder(path); err != nil || len(points) > 0 {
+		return err
+	}
+	if err := os.MkdirAll(n.RunDir, 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, nil, 0o444); err != nil {
+		return fmt.Errorf("UTS namespace file: %v", err)
+	}
+	if out, err := exec.Command("unshare", "--uts="+path, "hostname", n.Name).CombinedOutput(); err != nil {
+		_ = unix.Unmount(path, unix.MNT_DETACH)
+		return fmt.Errorf("unshare --uts=%s hostname %s: %v: %s", path, n.Name, err, out)
+	}
+	return nil
 }
 
 // podLogDirs are where the node's kubelet writes pod logs, as the host sees them.

@@ -439,14 +439,41 @@ func TestConformanceRefusesAFocus(t *testing.T) {
 	}
 }
 
-// TestVerifyDocsNamesAHeadlineFigureThatDrifted: a figure of docs/benchmarks.md's summary changed
-// without the README's copy fails make lint, naming the figure on both sides.
-func TestVerifyDocsNamesAHeadlineFigureThatDrifted(t *testing.T) {
+// TestVerifyDocsNamesAFigureThatDrifted: make lint fails, naming the figure, when a figure of
+// docs/benchmarks.md's tables changes without its summary and the README's headline (a figure
+// of the summary changed by hand is named on both sides), or a row of one of docs/ha.md's tables
+// is not what docs/ha-figures.tsv or docs/ha-upgrade.tsv makes, or the README's count of
+// upstream's integration tests is not the stock baseline's.
+func TestVerifyDocsNamesAFigureThatDrifted(t *testing.T) {
 	t.Parallel()
-	out, err := verifyDocsAfterEdit(t, "docs/benchmarks.md", "and after 89 ms (p99", "and after 91 ms (p99")
-	want := "README.md: its headline differs from docs/benchmarks.md's summary (README < > benchmarks: < 89 > 91 )"
-	if err == nil || !strings.Contains(string(out), want) {
-		t.Errorf("verify-docs after a summary figure changed: %v, want %q:\n%s", err, want, out)
+	for _, tc := range []struct {
+		name, file, old, new string
+		want                 []string
+	}{
+		{"a resync p99 in the benchmark's table", "docs/benchmarks.md", "| 632 s | 642 s |", "| 640 s | 642 s |",
+			[]string{`docs/benchmarks.md: the Resync line of the summary has "632" where the summary computed from its tables has "640"`}},
+		{"a figure of the summary", "docs/benchmarks.md", "and after 89 ms (p99", "and after 91 ms (p99",
+			[]string{`docs/benchmarks.md: the Resync line of the summary has "91" where the summary computed from its tables has "89"`,
+				`README.md: the Resync line of its headline has "89" where docs/benchmarks.md's summary has "91"`}},
+		{"the README's count of upstream's integration tests", "README.md", "(36 packages of `test/integration`", "(37 packages of `test/integration`",
+			[]string{"README.md: says 37 packages of upstream's integration tests, but build/upstreamtest/stock-baseline.yaml records 36"}},
+		{"a recovery in docs/ha.md's table", "docs/ha.md", "| patched | 46.1s |", "| patched | 41.6s |",
+			[]string{`docs/ha.md: row 1 of its table after "<!-- ha-figures: ` + "docs/ha-figures.tsv as make ha-figures renders it; make lint checks the copy -->\" is \"| VIP moves (every connection silent) | patched | 41.6s |",
+				`but docs/ha-figures.tsv makes it "| VIP moves (every connection silent) | patched | 46.1s |`}},
+		{"an Endpoints lag in docs/ha.md's rolling-upgrade table", "docs/ha.md", "| 0.3s/16.1s/21.3s (83) |", "| 0.3s/9.9s/21.3s (83) |",
+			[]string{`docs/ha.md: row 14 of its table after "<!-- ha-upgrade: ` + "docs/ha-upgrade.tsv as make ha-upgrade-figures renders it; make lint checks the copy -->\" is \"| all applies | - |",
+				`but docs/ha-upgrade.tsv makes it "| all applies | - |`, `(make ha-upgrade-figures writes both)`}},
+	} {
+		tc := tc
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			out, err := verifyDocsAfterEdit(t, tc.file, tc.old, tc.new)
+			for _, want := range tc.want {
+				if err == nil || !strings.Contains(string(out), want) {
+					t.Errorf("verify-docs after %s changed: %v, want %q:\n%s", tc.name, err, want, out)
+				}
+			}
+		})
 	}
 }
 
@@ -485,4 +512,73 @@ func verifyDocsAfterEdit(t *testing.T, rel, old, new string) ([]byte, error) {
 	}
 	editPatch(t, filepath.Join(clone, rel), old, new)
 	return exec.Command(filepath.Join(clone, "build", "verify-docs.sh")).CombinedOutput()
+}
+
+// TestGoTestNamesWhatFailedAtTheEnd: hack/go-test.sh (make's long suites) ends a failed run with
+// each failed test's lines, a subtest's and a parallel test's among them, the lines of a test a
+// timeout stopped and a package's build error, after every passing package's output; it exits as
+// go test did.
+func TestGoTestNamesWhatFailedAtTheEnd(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"go.mod": "module scratch\n\ngo 1.21\n",
+		"a/a_test.go": `package a
+
+import "testing"
+
+func TestPasses(t *testing.T) { t.Log("a figure that passed") }
+func TestFails(t *testing.T) {
+	t.Log("setup of TestFails")
+	t.Run("sub", func(t *testing.T) { t.Error("the subtest's error") })
+}
+func TestParallelFails(t *testing.T) { t.Parallel(); t.Error("the parallel test's error") }
+func TestParallelPasses(t *testing.T) { t.Parallel(); t.Log("another figure") }
+`,
+		"b/b_test.go": `package b
+
+import (
+	"testing"
+	"time"
+)
+
+func TestHangs(t *testing.T) { t.Log("waiting for what never comes"); time.Sleep(time.Minute) }
+`,
+		"c/c_test.go": `package c
+
+import "testing"
+
+func TestDoesNotBuild(t *testing.T) { undefinedHelper() }
+`,
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(filepath.Join(harness.RepoRoot(t), "hack", "go-test.sh"), "-count=1", "-p", "2", "-timeout", "5s", "./...")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 1 {
+		t.Fatalf("hack/go-test.sh: %v, want exit code 1 as go test's\n%s", err, out)
+	}
+	_, summary, found := strings.Cut(string(out), "=== what failed (go test exited 1):")
+	if !found {
+		t.Fatalf("no summary at the end:\n%s", out)
+	}
+	for _, want := range []string{"setup of TestFails", "the subtest's error", "--- FAIL: TestFails/sub",
+		"the parallel test's error", "--- FAIL: TestParallelFails", "FAIL\tscratch/a",
+		"panic: test timed out after 5s", "=== TestHangs printed:\n", "waiting for what never comes", "FAIL\tscratch/b",
+		"undefined: undefinedHelper", "FAIL\tscratch/c [build failed]"} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("the summary lacks %q:\n%s", want, summary)
+		}
+	}
+	for _, unwanted := range []string{"a figure that passed", "another figure"} {
+		if strings.Contains(summary, unwanted) {
+			t.Errorf("the summary has a passing test's line %q:\n%s", unwanted, summary)
+		}
+	}
 }

@@ -4,32 +4,26 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/idc-lts/kube-1.17/test/bench/summary"
 )
 
-// The README's headline is docs/benchmarks.md's summary (the page's first list of "- **"
-// bullets), copied between these markers by make bench; make lint (build/verify-docs.sh) fails
-// when the two differ, naming the words that do.
+// The README's headline is docs/benchmarks.md's summary, copied between summary.HeadlineStart
+// and summary.HeadlineEnd by make bench; make lint (build/cmd/figures) names a word that differs.
 const (
-	HeadlineStart = "<!-- headline: docs/benchmarks.md's summary, copied by make bench; make lint checks the copy -->"
-	HeadlineEnd   = "<!-- /headline -->"
+	HeadlineStart = summary.HeadlineStart
+	HeadlineEnd   = summary.HeadlineEnd
 )
 
-// Headline returns a benchmarks page's summary: its first run of lines that begin "- **".
+// Headline returns a benchmarks page's summary (summary.Lines).
 func Headline(page string) ([]string, error) {
 	data, err := os.ReadFile(page)
 	if err != nil {
 		return nil, err
 	}
-	var lines []string
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "- **") {
-			lines = append(lines, line)
-		} else if len(lines) > 0 {
-			break
-		}
-	}
+	lines := summary.Lines(string(data))
 	if len(lines) == 0 {
-		return nil, fmt.Errorf("%s has no summary (lines beginning \"- **\")", page)
+		return nil, fmt.Errorf("%s has no summary (lines beginning \"- **\" before \"- Machine:\")", page)
 	}
 	return lines, nil
 }

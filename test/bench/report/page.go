@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/idc-lts/kube-1.17/test/bench"
+	"github.com/idc-lts/kube-1.17/test/bench/summary"
 )
 
 //go:embed page.md.tmpl
@@ -57,7 +58,8 @@ type page struct {
 	// Charts are the charts written, by case ("Resync", "Failover", "FanOut"), relative to the page.
 	Charts   map[string]string
 	Binaries []Binary
-	// Headlines are the user-facing figure of each case measured, resync first.
+	// Headlines are the user-facing figure of each case measured, resync first: computed from
+	// the page's own tables (test/bench/summary), so they cannot say what the tables do not.
 	Headlines []string
 	Rows      []Row
 	Failovers []Row
@@ -180,7 +182,6 @@ func WritePage(path string, charts map[string]string, command string, env bench.
 	}
 	data.Scaling, data.StockNotRun = scaling(data.Rows)
 	data.Targets = append(data.Targets, curveTarget(results))
-	data.Headlines = headlines(results, stock)
 	data.ReproducedAt = reproducedAt(data.FanOuts)
 	tmpl, err := template.New("page").Funcs(template.FuncMap{
 		"seconds": seconds,
@@ -218,11 +219,30 @@ func WritePage(path string, charts map[string]string, command string, env bench.
 	if err != nil {
 		return err
 	}
-	var out strings.Builder
-	if err := tmpl.Execute(&out, data); err != nil {
+	render := func() (string, error) {
+		var out strings.Builder
+		err := tmpl.Execute(&out, data)
+		return out.String(), err
+	}
+	// The summary is read from the tables as rendered: the page renders once without it.
+	text, err := render()
+	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, []byte(out.String()), 0o644)
+	lines, err := summary.FromTables(summary.Tables(text))
+	if err != nil {
+		return fmt.Errorf("the page's summary: %v", err)
+	}
+	// A case without a stock and an ours run (make bench narrowed) has no line.
+	for _, line := range lines {
+		if line.Missing == "" {
+			data.Headlines = append(data.Headlines, strings.TrimPrefix(line.Text, "- "))
+		}
+	}
+	if text, err = render(); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(text), 0o644)
 }
 
 // megabytes is a byte count in MB, rounded.
@@ -387,63 +407,6 @@ func errorSummary(p bench.ProbeResult) string {
 		causes[i] = fmt.Sprintf("%d x %s", p.Errors[cause], cause)
 	}
 	return strings.Join(causes, ", ")
-}
-
-// headlineOrder says whether run a makes a better headline than b: more watchers (the load that
-// shows the fan-out's harm), then more Services, then the lower rate (the default).
-func headlineOrder(a, b bench.Result) bool {
-	if a.Watchers != b.Watchers {
-		return a.Watchers > b.Watchers
-	}
-	if a.Services != b.Services {
-		return a.Services > b.Services
-	}
-	return a.QPS < b.QPS
-}
-
-// headlines are the page's opening figures: per case, the pair of runs (stock and ours) that
-// headlineOrder puts first.
-func headlines(results []bench.Result, stock map[string]bench.Result) []string {
-	var pick [3]*bench.Result
-	var pair [3]bench.Result
-	for i := range results {
-		r := &results[i]
-		s, ok := stock[configKey(*r)]
-		if r.Variant == "stock" || !ok {
-			continue
-		}
-		for c, has := range []bool{r.FanOut == nil, r.Failover != nil, r.FanOut != nil} {
-			if has && (pick[c] == nil || headlineOrder(*r, *pick[c])) {
-				pick[c], pair[c] = r, s
-			}
-		}
-	}
-	var lines []string
-	if r, s := pick[0], pair[0]; r != nil {
-		lines = append(lines, fmt.Sprintf("**Resync.** At %d headless Services and `--kube-api-qps=%d`, a pod deleted during a resync "+
-			"left its Endpoints after %s (p99; max %s) on stock v1.17.3 and after %s (p99; max %s) on ours, "+
-			"and the resync wrote %d Endpoints instead of %d.",
-			r.Services, r.QPS, seconds(s.P99), seconds(s.Max), seconds(r.P99), seconds(r.Max), r.ResyncWrites, s.ResyncWrites))
-	}
-	if r, s := pick[1], pair[1]; r != nil {
-		f, sf := r.Failover, s.Failover
-		lines = append(lines, fmt.Sprintf("**Failover.** With the leader SIGKILLed at %d Services and `--kube-api-qps=%d`, the standby "+
-			"took over in %s (stock) and %s (ours). Stock's new leader then rewrote %d Endpoints and a pod deleted at the kill "+
-			"left its Endpoints after %s (p99; max %s); ours wrote %d and the p99 was %s, takeover + %s.",
-			r.Services, r.QPS, seconds(sf.TakeoverSeconds), seconds(f.TakeoverSeconds), sf.StartupWrites,
-			seconds(sf.P99), seconds(sf.Max), f.StartupWrites, seconds(f.P99), seconds(f.P99-f.TakeoverSeconds)))
-	}
-	if r, s := pick[2], pair[2]; r != nil {
-		f, sf := r.FanOut, s.FanOut
-		lines = append(lines, fmt.Sprintf("**Watch fan-out.** During a resync at %d Services and `--kube-api-qps=%d` with %d Endpoints "+
-			"watchers, stock sent the watchers %d events (%.0f MB) and an ordinary client's GETs and LISTs took up to %s "+
-			"(p99 %s; %d over %v, %d failed); ours sent %d events (%.1f MB) and the client's requests took up to %s "+
-			"(p99 %s; %d over %v, %d failed).",
-			r.Services, r.QPS, f.Watchers, sf.Events, float64(sf.Bytes)/1e6, seconds(sf.Probe.Max), seconds(sf.Probe.P99),
-			sf.Probe.Slow, bench.SlowRequest, sf.Probe.ErrorCount(), f.Events, float64(f.Bytes)/1e6, seconds(f.Probe.Max),
-			seconds(f.Probe.P99), f.Probe.Slow, bench.SlowRequest, f.Probe.ErrorCount()))
-	}
-	return lines
 }
 
 // seconds prints a latency with a precision that suits it.

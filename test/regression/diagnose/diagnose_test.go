@@ -33,22 +33,25 @@ const (
 	// first resync.
 	services = 100
 	kcmQPS   = "3"
-	// The first resync comes 45-90 s after kube-controller-manager starts leading: after the
-	// Endpoints are created (about 35 s at kcmQPS); its writes take 33 s more, all inside a
-	// window that opens before kube-controller-manager starts.
+	// The first resync comes 45-90 s after kube-controller-manager's endpoint controller starts
+	// (its discovery at kcmQPS takes about 11 s after it leads), after the Endpoints are created
+	// (about 35 s at kcmQPS); its writes take 33 s more, all inside a window that opens before
+	// kube-controller-manager starts: 134 s at most, and 46 s to spare for a start slowed by a
+	// loaded machine (CI runs these suites beside a kubelet's).
 	minResync = "45s"
-	window    = 140 * time.Second
+	window    = 180 * time.Second
 	userAgent = "cpswap-diagnose-test"
 )
 
 func TestStockShowsEachIncident(t *testing.T) {
 	t.Parallel()
-	r := observe(t, "stock")
+	r, minRate := observe(t, "stock")
 	le := r.Finding(diagnose.FindingLeaderElection)
 	for _, c := range harness.SuiteComponents {
-		// The leaderelection suite's bound: a renewal every 2 s, at least 25 a minute.
-		if got := le.Figures[c+"_endpoints_writes_per_minute"]; got < 25 || got > 31 {
-			t.Errorf("%s: %v Endpoints writes/min, want 25-31 (a renewal every 2 s)", c, got)
+		// The leaderelection suite's bound: a renewal every 2 s, at least 25 a minute while the
+		// components lead.
+		if got := le.Figures[c+"_endpoints_writes_per_minute"]; got < minRate || got > 31 {
+			t.Errorf("%s: %v Endpoints writes/min, want %.1f-31 (a renewal every 2 s)", c, got, minRate)
 		}
 	}
 	rs := r.Finding(diagnose.FindingResyncRewrites)
@@ -80,13 +83,13 @@ func TestStockShowsEachIncident(t *testing.T) {
 
 func TestVariantShowsThemGone(t *testing.T) {
 	t.Parallel()
-	r := observe(t, harness.VariantUnderTest())
+	r, minRate := observe(t, harness.VariantUnderTest())
 	le := r.Finding(diagnose.FindingLeaderElection)
 	for _, c := range harness.SuiteComponents {
 		if got := le.Figures[c+"_endpoints_writes_per_minute"]; got != 0 {
 			t.Errorf("%s: %v Endpoints writes/min, want 0 (the leases lock)", c, got)
 		}
-		if got := le.Figures[c+"_lease_writes_per_minute"]; got < 25 {
+		if got := le.Figures[c+"_lease_writes_per_minute"]; got < minRate {
 			t.Errorf("%s: %v Lease writes/min, want a renewal every 2 s", c, got)
 		}
 	}
@@ -113,8 +116,10 @@ func TestVariantShowsThemGone(t *testing.T) {
 
 // observe starts the control plane of the seeds' conditions with the variant's components,
 // describes them in kube-system as kubeadm's mirror pods would, and runs the check for the
-// window. It fails if the check sent the apiserver anything but reads.
-func observe(t *testing.T, variant string) *diagnose.Report {
+// window. It fails if the check sent the apiserver anything but reads. It returns the report and
+// the fewest lock writes a minute that a renewal every 2 s makes over the window: 25 a minute
+// (the leaderelection suite's bound) for the part of the window in which both components ran.
+func observe(t *testing.T, variant string) (*diagnose.Report, float64) {
 	cp, auditLog := startControlPlane(t)
 	fixture.CreateServices(t, cp.Client, namespace, 0, services, fixture.SingleSubset)
 	kcmArgs := []string{"--controllers=endpoint", "--leader-elect=true", "--min-resync-period=" + minResync,
@@ -127,12 +132,17 @@ func observe(t *testing.T, variant string) *diagnose.Report {
 	// The window opens before kube-controller-manager starts, so that it holds the creation of
 	// the Endpoints (adds, not rewrites), the first resync and all its writes, whenever the
 	// resync period drawn falls.
+	opened := time.Now()
 	finish := diagnoserun.Start(t, cp, diagnose.Options{
 		Window: window, QPS: diagnose.DefaultQPS, Burst: diagnose.DefaultBurst, UserAgent: userAgent,
 		Metrics: map[string]string{harness.KubeControllerManager: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)},
 	})
 	harness.StartComponent(t, cp, harness.ComponentOptions{Component: harness.KubeControllerManager, Variant: variant, Args: kcmArgs, Port: metricsPort})
 	harness.StartComponent(t, cp, harness.ComponentOptions{Component: harness.KubeScheduler, Variant: variant, Args: schedulerArgs})
+	running := window - time.Since(opened)
+	if running < window/2 {
+		t.Fatalf("%s's components took %v of the %v window to start: too few renewals left to judge", variant, (window - running).Round(time.Second), window)
+	}
 	r, err := finish(false)
 	if err != nil {
 		t.Fatalf("diagnose: %v", err)
@@ -144,7 +154,9 @@ func observe(t *testing.T, variant string) *diagnose.Report {
 		t.Errorf("window %v, want %v", r.Window, window)
 	}
 	checkReadOnly(t, auditLog, r.Requests)
-	return r
+	minRate := 25 * running.Seconds() / window.Seconds()
+	t.Logf("%s: both components ran %.0f s of the %v window: at least %.1f lock writes/min", variant, running.Seconds(), window, minRate)
+	return r, minRate
 }
 
 // mirror creates the pod kubeadm's static pod would show in kube-system: the component's

@@ -149,7 +149,9 @@ func handover(t *testing.T, firstVariant, secondVariant string) *observer {
 	}
 
 	// The Lease went from the first holder to one other, never back, and only after the kill.
-	holders := obs.holders("Lease", "kube-controller-manager")
+	// The successor logs its acquisition once its write is answered; the observer's watch may
+	// deliver that write a moment later.
+	holders := obs.waitHolders("Lease", "kube-controller-manager", 2, 10*time.Second)
 	if len(holders) != 2 || holders[0] != holdersBefore[0] {
 		t.Errorf("Lease holder history %v, want [first, second]", holders)
 	}

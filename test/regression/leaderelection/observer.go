@@ -104,3 +104,16 @@ func (o *observer) holders(kind, name string) []string {
 	}
 	return out
 }
+
+// waitHolders waits up to timeout until the lock object has had n successive holders, and
+// returns its holders as then seen.
+func (o *observer) waitHolders(kind, name string, n int, timeout time.Duration) []string {
+	deadline := time.Now().Add(timeout)
+	for {
+		holders := o.holders(kind, name)
+		if len(holders) >= n || time.Now().After(deadline) {
+			return holders
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -66,5 +66,10 @@ func run(resultsDir, page, readme, command string) error {
 	if readme == "" {
 		return nil
 	}
+	if _, err := report.Headline(page); err != nil {
+		// A run narrowed to builds or rates without a stock pair has no summary to copy.
+		klog.Warningf("%v: %s keeps its headline", err, readme)
+		return nil
+	}
 	return report.CopyHeadline(readme, page)
 }
