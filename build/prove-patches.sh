@@ -45,7 +45,7 @@ expect_failure() {
   local name=$1 test_name=$2 log_file=$3 dir=$4 reason
   shift 4
   if (cd "${dir}" && "$@") >"${log_file}" 2>&1; then
-    printf 'failed\t%s\n' "${name}: ${test_name} passes without the patch, so it does not test the patch"
+    printf 'failed\t%s\n' "${name}: ${test_name} passes without the patch, so it does not test the patch (see ${log_file})"
   elif grep -q -E '\[(build|setup) failed\]' "${log_file}"; then
     # A test that does not compile proves nothing: name its first error.
     printf 'failed\t%s\n' "${name}: ${test_name} does not build without the patch: $(grep -m1 -E '\.go:[0-9]+:[0-9]+: ' "${log_file}" | sed 's/^[[:space:]]*//' | cut -c1-200); if that names what a patch left out brings, the patch that uses it needs a Requires line (see ${log_file})"
@@ -118,7 +118,19 @@ for result in "${results}"/*; do
   esac
 done
 if [ ${#failed[@]} -gt 0 ]; then
-  printf 'prove-patches: %s\n' "${failed[@]}" >&2
+  # Between the lines hack/what-failed.sh repeats at the end of CI's log.
+  {
+    echo "=== what failed (prove-patches: ${#failed[@]} of $((proved + ${#failed[@]})) proofs):"
+    printf 'prove-patches: %s\n' "${failed[@]}"
+    # CI keeps the log, not the files: the end of each failed proof's output.
+    for message in "${failed[@]}"; do
+      proof_log=$(grep -o -E '\(see [^)]+\.log\)' <<<"${message}" | tail -n 1 | sed -E 's/^\(see //; s/\)$//') || true
+      if [ -z "${proof_log}" ] || [ ! -f "${proof_log}" ]; then continue; fi
+      echo "--- the end of ${proof_log}:"
+      tail -n 20 "${proof_log}"
+    done
+    echo "=== end of what failed"
+  } >&2
   exit 1
 fi
 log "prove-patches: ${proved} regression test(s) fail without their patch"

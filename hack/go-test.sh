@@ -68,4 +68,6 @@ awk '
   }
   current != "" { lines[current] = lines[current] $0 "\n" }
 ' "${log}" || true
+# hack/what-failed.sh repeats the block up to here at the end of CI's log.
+echo "=== end of what failed"
 exit "${status}"

@@ -571,7 +571,7 @@ func TestDoesNotBuild(t *testing.T) { undefinedHelper() }
 	for _, want := range []string{"setup of TestFails", "the subtest's error", "--- FAIL: TestFails/sub",
 		"the parallel test's error", "--- FAIL: TestParallelFails", "FAIL\tscratch/a",
 		"panic: test timed out after 5s", "=== TestHangs printed:\n", "waiting for what never comes", "FAIL\tscratch/b",
-		"undefined: undefinedHelper", "FAIL\tscratch/c [build failed]"} {
+		"undefined: undefinedHelper", "FAIL\tscratch/c [build failed]", "\n=== end of what failed\n"} {
 		if !strings.Contains(summary, want) {
 			t.Errorf("the summary lacks %q:\n%s", want, summary)
 		}
@@ -580,5 +580,72 @@ func TestDoesNotBuild(t *testing.T) { undefinedHelper() }
 		if strings.Contains(summary, unwanted) {
 			t.Errorf("the summary has a passing test's line %q:\n%s", unwanted, summary)
 		}
+	}
+}
+
+// TestWhatFailedRepeatsEachFailureAtTheEnd: from a make run's stamped log, hack/what-failed.sh
+// prints every stage's "what failed" block and the end of the stage before make's error lines,
+// and nothing of what passed; a log without a failure gives nothing; a log it cannot read is named.
+func TestWhatFailedRepeatsEachFailureAtTheEnd(t *testing.T) {
+	t.Parallel()
+	script := filepath.Join(harness.RepoRoot(t), "hack", "what-failed.sh")
+	var log strings.Builder
+	stamp := func(line string) { log.WriteString("[ 31:51] " + line + "\n") }
+	stamp("=== RUN   TestEarly")
+	stamp("an early figure that passed")
+	stamp("=== what failed (go test exited 1):")
+	stamp("    restore_test.go:120: the apiservers were away 11 s, want under the renew deadline")
+	stamp("--- FAIL: TestStockIsBlindAfterAnEtcdRestore (300.00s)")
+	stamp("=== end of what failed")
+	for i := 0; i < 200; i++ {
+		stamp("=== RUN   TestOtherLane: a line of the other lane's target")
+	}
+	stamp("error: the upstream subset: TestNodeAuthorizer failed on patched and passed on stock")
+	stamp("make[1]: *** [Makefile:150: test-upstream-subset] Error 1")
+	stamp("make: *** [Makefile:115: test] Error 2")
+	dir := t.TempDir()
+	failedLog, passedLog := filepath.Join(dir, "failed.log"), filepath.Join(dir, "passed.log")
+	if err := os.WriteFile(failedLog, []byte(log.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(passedLog, []byte("[  1:00] ok  \tpkg\t1.0s\n[  2:00] make test: all checks passed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, c := range []struct {
+		name, log      string
+		wantExit       int
+		want, unwanted []string
+	}{
+		{name: "a failed run", log: failedLog,
+			want: []string{"=== what failed, again", "want under the renew deadline", "--- FAIL: TestStockIsBlindAfterAnEtcdRestore",
+				"=== end of what failed", "error: the upstream subset: TestNodeAuthorizer failed",
+				"make[1]: *** [Makefile:150: test-upstream-subset] Error 1", "make: *** [Makefile:115: test] Error 2"},
+			unwanted: []string{"an early figure that passed"}},
+		{name: "a passed run", log: passedLog, unwanted: []string{"what failed"}},
+		{name: "no log", log: filepath.Join(dir, "missing.log"), wantExit: 2, want: []string{"cannot read the log " + filepath.Join(dir, "missing.log")}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := exec.Command(script, c.log).CombinedOutput()
+			exit := 0
+			if exitErr, ok := err.(*exec.ExitError); ok {
+				exit = exitErr.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if exit != c.wantExit {
+				t.Errorf("exit %d, want %d\n%s", exit, c.wantExit, out)
+			}
+			for _, want := range c.want {
+				if !strings.Contains(string(out), want) {
+					t.Errorf("the output lacks %q:\n%s", want, out)
+				}
+			}
+			for _, unwanted := range c.unwanted {
+				if strings.Contains(string(out), unwanted) {
+					t.Errorf("the output has %q:\n%s", unwanted, out)
+				}
+			}
+		})
 	}
 }
