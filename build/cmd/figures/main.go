@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/idc-lts/kube-1.17/build/docblock"
 	"github.com/idc-lts/kube-1.17/build/upstreamtest"
 	"github.com/idc-lts/kube-1.17/test/bench/summary"
 	"github.com/idc-lts/kube-1.17/test/regression/ha/figures"
@@ -95,7 +96,7 @@ func check(root string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if headline, ok := between(text, summary.HeadlineStart, summary.HeadlineEnd); !ok {
+	if headline, ok := docblock.Get(text, summary.HeadlineStart, summary.HeadlineEnd); !ok {
 		problems = append(problems, fmt.Sprintf("%s: no headline block (%s ... %s)", readme, summary.HeadlineStart, summary.HeadlineEnd))
 	} else {
 		for _, d := range summary.Differences(strings.Split(strings.TrimRight(headline, "\n"), "\n"), summary.Lines(page), "its headline", benchmarksPage+"'s summary") {
@@ -160,20 +161,6 @@ func haTable(root string, kind figures.Kind, tsvPath, maker string) ([]string, e
 			haPage, line, kind.Start, g, tsvPath, w, maker))
 	}
 	return problems, nil
-}
-
-// between returns what stands between the line that begins with start and the line end.
-func between(text, start, end string) (string, bool) {
-	i := strings.Index(text, start)
-	if i < 0 {
-		return "", false
-	}
-	i += strings.Index(text[i:], "\n") + 1
-	j := strings.Index(text[i:], end)
-	if j < 0 {
-		return "", false
-	}
-	return text[i : i+j], true
 }
 
 // writeHA renders the figures lines of tsvPath into docs/ha.md's table of that kind.

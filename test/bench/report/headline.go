@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/idc-lts/kube-1.17/build/docblock"
 	"github.com/idc-lts/kube-1.17/test/bench/summary"
 )
 
@@ -38,12 +39,9 @@ func CopyHeadline(readme, page string) error {
 	if err != nil {
 		return err
 	}
-	text := string(data)
-	start, end := strings.Index(text, HeadlineStart+"\n"), strings.Index(text, HeadlineEnd)
-	if start < 0 || end < start {
+	updated, ok := docblock.Set(string(data), HeadlineStart, HeadlineEnd, strings.Join(lines, "\n")+"\n")
+	if !ok {
 		return fmt.Errorf("%s has no headline block (%q ... %q)", readme, HeadlineStart, HeadlineEnd)
 	}
-	start += len(HeadlineStart) + 1
-	updated := text[:start] + strings.Join(lines, "\n") + "\n" + text[end:]
 	return os.WriteFile(readme, []byte(updated), 0o644)
 }

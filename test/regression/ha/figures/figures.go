@@ -9,6 +9,8 @@ package figures
 import (
 	"fmt"
 	"strings"
+
+	"github.com/idc-lts/kube-1.17/build/docblock"
 )
 
 // Kind is one table: the markers around it in docs/ha.md and the fields of its lines.
@@ -80,19 +82,18 @@ func (k Kind) Table(tsv string) (string, error) {
 
 // Block returns what stands between the markers in page, without the markers' lines.
 func (k Kind) Block(page string) (string, error) {
-	start, end := strings.Index(page, k.Start+"\n"), strings.Index(page, k.End)
-	if start < 0 || end < start {
+	block, ok := docblock.Get(page, k.Start, k.End)
+	if !ok {
 		return "", fmt.Errorf("no figures block (%q ... %q)", k.Start, k.End)
 	}
-	return page[start+len(k.Start)+1 : end], nil
+	return block, nil
 }
 
 // Replace returns page with table between the markers.
 func (k Kind) Replace(page, table string) (string, error) {
-	old, err := k.Block(page)
-	if err != nil {
-		return "", err
+	updated, ok := docblock.Set(page, k.Start, k.End, table)
+	if !ok {
+		return "", fmt.Errorf("no figures block (%q ... %q)", k.Start, k.End)
 	}
-	start := strings.Index(page, k.Start+"\n") + len(k.Start) + 1
-	return page[:start] + table + page[start+len(old):], nil
+	return updated, nil
 }
