@@ -7,6 +7,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -37,13 +38,19 @@ func EndpointsLock(ctx context.Context, client kubernetes.Interface, name string
 	if err != nil {
 		return LockRecord{}, err
 	}
+	return EndpointsRecord(ep)
+}
+
+// EndpointsRecord is the lock record an Endpoints object's leader annotation holds (no holder
+// when it has none).
+func EndpointsRecord(ep *v1.Endpoints) (LockRecord, error) {
 	raw, ok := ep.Annotations[resourcelock.LeaderElectionRecordAnnotationKey]
 	if !ok {
 		return LockRecord{ResourceVersion: ep.ResourceVersion, Found: true}, nil
 	}
 	var record resourcelock.LeaderElectionRecord
 	if err := json.Unmarshal([]byte(raw), &record); err != nil {
-		return LockRecord{}, fmt.Errorf("Endpoints kube-system/%s: leader annotation: %v", name, err)
+		return LockRecord{}, fmt.Errorf("Endpoints %s/%s: leader annotation: %v", ep.Namespace, ep.Name, err)
 	}
 	return LockRecord{Holder: record.HolderIdentity, AcquireTime: record.AcquireTime.Time, RenewTime: record.RenewTime.Time,
 		ResourceVersion: ep.ResourceVersion, Found: true}, nil

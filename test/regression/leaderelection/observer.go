@@ -4,7 +4,6 @@
 package leaderelection
 
 import (
-	"encoding/json"
 	"sync"
 	"testing"
 	"time"
@@ -14,7 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/idc-lts/kube-1.17/test/harness"
 )
 
 // write is one change to a lock object in kube-system that a watcher saw.
@@ -57,24 +57,19 @@ func (o *observer) record(w watch.Interface) {
 			continue
 		}
 		seen := write{at: time.Now()}
+		var record harness.LockRecord
 		switch obj := event.Object.(type) {
 		case *v1.Endpoints:
 			seen.kind, seen.name = "Endpoints", obj.Name
-			var record resourcelock.LeaderElectionRecord
-			if raw, ok := obj.Annotations[resourcelock.LeaderElectionRecordAnnotationKey]; ok && json.Unmarshal([]byte(raw), &record) == nil {
-				seen.holder, seen.renew = record.HolderIdentity, record.RenewTime.Time
-			}
+			// An annotation that does not parse is a write without a holder.
+			record, _ = harness.EndpointsRecord(obj)
 		case *coordinationv1.Lease:
 			seen.kind, seen.name = "Lease", obj.Name
-			if obj.Spec.HolderIdentity != nil {
-				seen.holder = *obj.Spec.HolderIdentity
-			}
-			if obj.Spec.RenewTime != nil {
-				seen.renew = obj.Spec.RenewTime.Time
-			}
+			record = harness.LeaseRecord(obj)
 		default:
 			continue
 		}
+		seen.holder, seen.renew = record.Holder, record.RenewTime
 		o.mu.Lock()
 		o.writes = append(o.writes, seen)
 		o.mu.Unlock()
